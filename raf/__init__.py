@@ -1,0 +1,1 @@
+"""raf: compose agents into workflows, where every workflow is itself an agent."""

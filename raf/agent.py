@@ -1,0 +1,296 @@
+"""The `IAgent` protocol and what comes with it: metadata, options, sessions, runs.
+
+Every agent in raf (a ReAct leaf, a `FunctionAgent`, a whole workflow) is an `IAgent`.
+`BaseAgent` is the shared implementation: subclasses write `invoke()`, and nest inside other
+raf agents without an extra stream per level.
+
+Example:
+    >>> import anyio
+    >>> from raf import FunctionAgent, IAgent
+    >>> shout = FunctionAgent("shout", lambda messages: messages[-1].text.upper())
+    >>> isinstance(shout, IAgent)
+    True
+    >>> anyio.run(lambda: shout.run("hey").collect()).text
+    'HEY'
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from raf.budget import Budget, BudgetTracker
+from raf.errors import AgentError, BudgetExceeded, RunTimeout, format_path
+from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_adapter
+from raf.run import AgentRun as AgentRun
+from raf.run import Emit, RunContext
+from raf.session import Session as Session
+from raf.updates import AgentResponse, AgentUpdate, MessageCompleted, Usage
+
+__all__ = [
+    "AgentMetadata",
+    "AgentRun",
+    "BaseAgent",
+    "IAgent",
+    "RunOptions",
+    "Session",
+    "invoke_agent",
+]
+
+_ID = re.compile(r"^[^/#\s][^/#]*$")
+
+
+class AgentMetadata(BaseModel):
+    """What an agent says about itself; `children` are its direct subagents' ids."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """Unique among siblings; a path segment."""
+    name: str
+    """Display name (the id unless given)."""
+    description: str = ""
+    """What the agent does, for people and for routing models."""
+    kind: str
+    """react, function, sequential, concurrent, handoff, group_chat, magentic, vote, graph, roles…"""
+    children: tuple[str, ...] = ()
+    """Ids of the direct subagents, in participant order."""
+    output_schema: dict[str, Any] | None = None
+    """JSON schema of the structured value, when the agent has one."""
+
+
+class RunOptions(BaseModel):
+    """Options of one run.
+
+    Example:
+        >>> RunOptions(max_rounds=3, timeout=30).timeout
+        30.0
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    max_rounds: int | None = Field(default=None, ge=1)
+    """Model calls allowed to each ReAct loop (overrides the agent's own `max_rounds`)."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds before the run ends with `RunTimeout`."""
+    budget: Budget | None = None
+    """Limits on the whole tree's tokens, model calls and seconds."""
+    metadata: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())
+    """Free-form data for your own agents and tools."""
+
+
+DEFAULT_OPTIONS = RunOptions()
+
+
+@runtime_checkable
+class IAgent(Protocol):
+    """The one interface of every agent and workflow in raf."""
+
+    @property
+    def id(self) -> str:
+        """Unique among siblings."""
+        ...
+
+    @property
+    def metadata(self) -> AgentMetadata:
+        """Id, name, description, kind, children, output schema."""
+        ...
+
+    def get_subagent(self, agent_id: str) -> IAgent | None:
+        """The direct child `agent_id`, or None."""
+        ...
+
+    def run(
+        self,
+        messages: MessagesInput,
+        session: Session | None = None,
+        options: RunOptions | None = None,
+    ) -> AgentRun:
+        """Start a run; `async with` the result to stream it, or `await .collect()`."""
+        ...
+
+    async def reset(self) -> None:
+        """Forget every session and cache of this agent and all its descendants."""
+        ...
+
+
+def check_agent_id(agent_id: str) -> str:
+    """Validate an agent id (a non-empty path segment: no `/`, no `#`).
+
+    Raises:
+        ValueError: naming the bad id.
+    """
+    if not isinstance(agent_id, str) or not _ID.match(agent_id):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(
+            f"agent id {agent_id!r} is not usable: ids are non-empty, without '/' or '#', "
+            "and do not start with whitespace"
+        )
+    return agent_id
+
+
+class BaseAgent(ABC):
+    """Shared implementation of `IAgent`; subclasses implement `invoke`.
+
+    `run()` starts a run rooted at this agent; `invoke()` does the work inside any run, with a
+    `RunContext` saying where the agent sits and where its updates go. When this agent is the
+    root of a run it keeps the conversation in the session, so consecutive runs continue it;
+    nested agents get the conversation from their parent.
+    """
+
+    kind: ClassVar[str] = "agent"
+
+    def __init__(self, id: str, *, name: str | None = None, description: str = "") -> None:
+        self._id = check_agent_id(id)
+        self._name = name or id
+        self._description = description
+        self._default_session = Session()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self._id!r})"
+
+    @property
+    def id(self) -> str:
+        """Unique among siblings."""
+        return self._id
+
+    @property
+    def description(self) -> str:
+        """What the agent does."""
+        return self._description
+
+    @property
+    def metadata(self) -> AgentMetadata:
+        """Id, name, description, kind, children and output schema."""
+        return AgentMetadata(
+            id=self._id,
+            name=self._name,
+            description=self._description,
+            kind=self.kind,
+            children=tuple(c.id for c in self.subagents()),
+            output_schema=self.output_schema(),
+        )
+
+    def subagents(self) -> Sequence[IAgent]:
+        """The direct children, in participant order."""
+        return ()
+
+    def output_schema(self) -> dict[str, Any] | None:
+        """JSON schema of the structured value, if any."""
+        return None
+
+    def get_subagent(self, agent_id: str) -> IAgent | None:
+        """The direct child `agent_id`, or None."""
+        for child in self.subagents():
+            if child.id == agent_id:
+                return child
+        return None
+
+    async def reset(self) -> None:
+        """Forget the default session and every cache, here and in all descendants."""
+        self._default_session = Session()
+        for child in self.subagents():
+            await child.reset()
+
+    def run(
+        self,
+        messages: MessagesInput,
+        session: Session | None = None,
+        options: RunOptions | None = None,
+    ) -> AgentRun:
+        """Start a run of this agent; see `IAgent.run`."""
+        new_messages = as_messages(messages)
+        run_session = session if session is not None else self._default_session
+        run_options = options if options is not None else DEFAULT_OPTIONS
+
+        async def body(emit: Emit) -> AgentResponse:
+            budget = run_options.budget
+            ctx = RunContext(
+                (self._id,),
+                run_session,
+                run_options,
+                emit,
+                BudgetTracker(budget) if budget is not None else None,
+            )
+            timeout = run_options.timeout
+            seconds = budget.seconds if budget is not None else None
+            if timeout is None and seconds is None:
+                return await self.invoke_turn(new_messages, ctx)
+            limit = min(t for t in (timeout, seconds) if t is not None)
+            try:
+                with anyio.fail_after(limit):
+                    return await self.invoke_turn(new_messages, ctx)
+            except TimeoutError:
+                if seconds is not None and seconds == limit:
+                    raise BudgetExceeded(
+                        f"time budget of {seconds}s exceeded by {format_path(ctx.path)!r}",
+                        kind="seconds",
+                        limit=seconds,
+                        used=seconds,
+                        path=ctx.path,
+                    ) from None
+                raise RunTimeout(
+                    f"run did not finish within {limit}s; raise RunOptions.timeout",
+                    path=ctx.path,
+                ) from None
+
+        return AgentRun(body)
+
+    async def invoke_turn(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
+        """Run one turn as the root of a run: prepend the session's history, then save it."""
+        key = ctx.key("history")
+        history = ctx.session.get_as(key, message_list_adapter)
+        conversation = [*history, *messages] if history else messages
+        response = await self.invoke(conversation, ctx)
+        ctx.session.set(key, [*conversation, *response.messages])
+        return response
+
+    @abstractmethod
+    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
+        """Do the work for `messages` (the whole conversation), emitting through `ctx.emit`."""
+
+
+async def invoke_agent(
+    agent: IAgent, messages: list[ChatMessage], ctx: RunContext
+) -> AgentResponse:
+    """Run `agent` as a child of the agent whose context is `ctx`, forwarding its stream.
+
+    raf agents run in place; any other `IAgent` runs through its public `run()` with a fresh
+    session (the parent passes it the whole conversation), its items re-attributed under
+    `ctx.path`.
+    """
+    child = ctx.child(agent.id)
+    if isinstance(agent, BaseAgent):
+        try:
+            return await agent.invoke(messages, child)
+        except AgentError as exc:
+            exc.with_path(child.path)
+            raise
+    prefix = ctx.path
+    emit = ctx.emit
+    finals: list[ChatMessage] = []
+    usage = Usage()
+    run = agent.run(messages, Session(store=ctx.session.store), ctx.options)
+    async with run as stream:
+        async for update in stream:
+            if update.type == "message_completed" and update.path == (agent.id,):
+                finals.append(update.message)
+            elif update.type == "usage":
+                usage = usage + update
+            await emit(_rebase(update, prefix))
+    if run.response is not None:
+        return run.response
+    return AgentResponse(messages=finals, usage=usage)
+
+
+def _rebase(update: AgentUpdate, prefix: tuple[str, ...]) -> AgentUpdate:
+    return update.model_copy(update={"path": prefix + update.path})
+
+
+def completed(message: ChatMessage, ctx: RunContext) -> MessageCompleted:
+    """The `MessageCompleted` item for `message` at `ctx.path`."""
+    return MessageCompleted(message=message, path=ctx.path)

@@ -1,0 +1,80 @@
+"""`FunctionAgent`: an `IAgent` from a Python callable; the quickest custom leaf.
+
+Example:
+    >>> import anyio
+    >>> async def count(messages):
+    ...     for word in ("one ", "two"):
+    ...         yield word
+    >>> anyio.run(lambda: FunctionAgent("counter", count).run("go").collect()).text
+    'one two'
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, ClassVar, cast
+
+from raf.agent import BaseAgent
+from raf.messages import ChatMessage, TextContent
+from raf.run import RunContext
+from raf.updates import AgentResponse, MessageCompleted, TextDelta
+
+AgentFn = Callable[
+    [list[ChatMessage]],
+    str | ChatMessage | AsyncIterator[str] | Awaitable[str | ChatMessage],
+]
+"""`fn(messages)`: returns text or a message (directly or awaited), or streams text."""
+
+
+class FunctionAgent(BaseAgent):
+    """An agent whose answer comes from `fn(messages)`.
+
+    `fn` may return a `str` or a `ChatMessage`, be a coroutine function returning one, or be an
+    async generator of text deltas. Plain functions run on the event loop: keep them quick.
+
+    Args:
+        id: the agent id.
+        fn: the callable.
+        description: what it does.
+    """
+
+    kind: ClassVar[str] = "function"
+
+    def __init__(self, id: str, fn: AgentFn, description: str = "") -> None:
+        super().__init__(id, description=description)
+        self._fn = fn
+        self._streams = inspect.isasyncgenfunction(fn)
+
+    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
+        """Call `fn` and stream what it returns."""
+        path = ctx.path
+        emit = ctx.emit
+        if self._streams:
+            parts: list[str] = []
+            async for chunk in cast(AsyncIterator[str], self._fn(messages)):
+                parts.append(chunk)
+                await emit(TextDelta(text=chunk, path=path))
+            message = _assistant("".join(parts), self._id)
+        else:
+            result: Any = self._fn(messages)
+            if inspect.isawaitable(result):
+                result = await cast(Awaitable[Any], result)
+            if isinstance(result, ChatMessage):
+                message = result
+                if message.text:
+                    await emit(TextDelta(text=message.text, path=path))
+            elif isinstance(result, str):
+                message = _assistant(result, self._id)
+                await emit(TextDelta(text=result, path=path))
+            else:
+                raise TypeError(
+                    f"FunctionAgent {self._id!r}: fn returned {type(result).__name__}; "
+                    "return str, ChatMessage, or stream str from an async generator"
+                )
+        await emit(MessageCompleted(message=message, path=path))
+        return AgentResponse(messages=[message])
+
+
+def _assistant(text: str, author: str) -> ChatMessage:
+    return ChatMessage(role="assistant", contents=[TextContent(text=text)], author=author)

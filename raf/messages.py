@@ -1,0 +1,141 @@
+"""Chat messages and their content parts.
+
+Example:
+    >>> from raf import ChatMessage
+    >>> ChatMessage.user("hi").text
+    'hi'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextContent(_Frozen):
+    """Plain text written by a participant."""
+
+    type: Literal["text"] = "text"
+    text: str
+    """The text."""
+
+
+class ReasoningContent(_Frozen):
+    """A model's visible reasoning (thinking) text."""
+
+    type: Literal["reasoning"] = "reasoning"
+    text: str
+    """The reasoning text."""
+
+
+class ToolCallContent(_Frozen):
+    """A model's request to call a tool."""
+
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    """Identifier pairing the call with its result."""
+    name: str
+    """The tool's name."""
+    arguments: str
+    """The arguments as the model wrote them: a JSON object, possibly malformed."""
+
+
+class ToolResultContent(_Frozen):
+    """The result of one tool call."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    """The call this answers."""
+    result: str
+    """The tool's output as text."""
+    is_error: bool = False
+    """True when the tool failed or the call was invalid."""
+
+
+Content = Annotated[
+    TextContent | ReasoningContent | ToolCallContent | ToolResultContent,
+    Field(discriminator="type"),
+]
+
+
+class ChatMessage(_Frozen):
+    """One message of a conversation.
+
+    Example:
+        >>> ChatMessage.assistant("done", author="writer").author
+        'writer'
+    """
+
+    role: Role
+    """Who speaks: system, user, assistant or tool."""
+    contents: list[Content]
+    """The parts of the message, in order."""
+    author: str | None = None
+    """The id of the agent that wrote it, when an agent did."""
+
+    @property
+    def text(self) -> str:
+        """All text parts concatenated, without a separator."""
+        return "".join(c.text for c in self.contents if c.type == "text")
+
+    @property
+    def tool_calls(self) -> list[ToolCallContent]:
+        """The tool calls the message carries."""
+        return [c for c in self.contents if c.type == "tool_call"]
+
+    @classmethod
+    def user(cls, text: str) -> ChatMessage:
+        """A user message holding `text`."""
+        return cls(role="user", contents=[TextContent(text=text)])
+
+    @classmethod
+    def system(cls, text: str) -> ChatMessage:
+        """A system message holding `text`."""
+        return cls(role="system", contents=[TextContent(text=text)])
+
+    @classmethod
+    def assistant(cls, text: str, author: str | None = None) -> ChatMessage:
+        """An assistant message holding `text`, optionally attributed to `author`."""
+        return cls(role="assistant", contents=[TextContent(text=text)], author=author)
+
+    @classmethod
+    def tool_result(cls, call_id: str, result: str, *, is_error: bool = False) -> ChatMessage:
+        """A tool message answering the call `call_id`."""
+        return cls(
+            role="tool",
+            contents=[ToolResultContent(call_id=call_id, result=result, is_error=is_error)],
+        )
+
+
+MessagesInput = str | ChatMessage | Sequence[ChatMessage]
+"""What `IAgent.run` accepts: a user text, one message, or a conversation."""
+
+message_list_adapter: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
+
+
+def as_messages(messages: MessagesInput) -> list[ChatMessage]:
+    """Normalize run input into a new list of messages.
+
+    Raises:
+        TypeError: when the input is none of the accepted forms.
+    """
+    if isinstance(messages, str):
+        return [ChatMessage.user(messages)]
+    if isinstance(messages, ChatMessage):
+        return [messages]
+    result = list(messages)
+    for i, m in enumerate(result):
+        if not isinstance(m, ChatMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"messages[{i}] is {type(m).__name__}, expected ChatMessage; "
+                "pass a str, a ChatMessage or a sequence of ChatMessage"
+            )
+    return result

@@ -1,0 +1,125 @@
+"""`Session`: one conversation's state, keyed by agent path, serializable to JSON.
+
+Example:
+    >>> s = Session(id="chat-1")
+    >>> s.set("team/writer#turns", 2)
+    >>> Session.from_json(s.to_json()).get("team/writer#turns")
+    2
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import pydantic_core
+from pydantic import TypeAdapter
+
+if TYPE_CHECKING:
+    from raf.stores.base import CheckpointStore
+
+T = TypeVar("T")
+
+SESSION_FORMAT_VERSION = 1
+
+
+class _Raw:
+    """A value read from JSON, validated into its type on first typed access."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+
+class Session:
+    """One conversation: history, pending requests and pattern state of every agent in a tree.
+
+    State lives in the session, never in agent instances, so one built workflow serves many
+    sessions at once. Keys are agent paths joined by `/`, then `#` and a name.
+
+    Args:
+        id: a stable id (a random one when omitted); checkpoints are filed under it.
+        store: a `CheckpointStore` to checkpoint workflow runs of this session into.
+    """
+
+    __slots__ = ("_state", "id", "store")
+
+    def __init__(self, id: str | None = None, store: CheckpointStore | None = None) -> None:
+        self.id: str = id or uuid.uuid4().hex
+        self.store: CheckpointStore | None = store
+        self._state: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"Session(id={self.id!r}, keys={len(self._state)})"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The raw value under `key` (JSON data when it came from `from_json`)."""
+        value = self._state.get(key, default)
+        return value.data if isinstance(value, _Raw) else value
+
+    def get_as(self, key: str, adapter: TypeAdapter[T]) -> T | None:
+        """The value under `key` as the type of `adapter`, validating JSON data once."""
+        value = self._state.get(key)
+        if isinstance(value, _Raw):
+            typed = adapter.validate_python(value.data)
+            self._state[key] = typed
+            return typed
+        return cast("T | None", value)
+
+    def set(self, key: str, value: Any) -> None:
+        """Store `value` (JSON-able, or pydantic models) under `key`."""
+        self._state[key] = value
+
+    def pop(self, key: str, default: Any = None) -> Any:
+        """Remove `key` and return its raw value."""
+        value = self._state.pop(key, default)
+        return value.data if isinstance(value, _Raw) else value
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """Keys starting with `prefix`."""
+        return [k for k in self._state if k.startswith(prefix)]
+
+    def clear(self, prefix: str = "") -> None:
+        """Remove every key starting with `prefix` (everything by default)."""
+        if not prefix:
+            self._state.clear()
+            return
+        for key in self.keys(prefix):
+            del self._state[key]
+
+    def snapshot(self) -> dict[str, Any]:
+        """The state as JSON-able data."""
+        return {k: (v.data if isinstance(v, _Raw) else _jsonable(v)) for k, v in self._state.items()}
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Replace the state with JSON data from `snapshot`."""
+        self._state = {k: _Raw(v) for k, v in data.items()}
+
+    def to_json(self) -> str:
+        """Serialize id and state (not the store) as versioned JSON."""
+        return json.dumps(
+            {"version": SESSION_FORMAT_VERSION, "id": self.id, "state": self.snapshot()}
+        )
+
+    @classmethod
+    def from_json(cls, text: str, store: CheckpointStore | None = None) -> Session:
+        """Rebuild a session written by `to_json`.
+
+        Raises:
+            ValueError: when `text` is not a session of a known version.
+        """
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("version") != SESSION_FORMAT_VERSION:
+            raise ValueError(
+                f"not a raf session of version {SESSION_FORMAT_VERSION}: "
+                "pass the text of Session.to_json()"
+            )
+        session = cls(id=cast(str, data["id"]), store=store)
+        session.restore(cast(dict[str, Any], data["state"]))
+        return session
+
+
+def _jsonable(value: Any) -> Any:
+    return pydantic_core.to_jsonable_python(value)

@@ -1,0 +1,104 @@
+"""The `CheckpointStore` protocol and the records stores keep.
+
+A store keeps checkpoints (versioned JSON written by the engine after each superstep) and,
+for the SQLite and PostgreSQL stores, an append-only event log and a content-addressed object
+store used by moderated role workflows.
+
+Example:
+    >>> async def newest(store: CheckpointStore, session_id: str) -> Checkpoint | None:
+    ...     checkpoint_id = await store.latest(session_id)
+    ...     return None if checkpoint_id is None else await store.load(checkpoint_id)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CHECKPOINT_FORMAT_VERSION = 1
+
+
+class Checkpoint(BaseModel):
+    """One saved state of a workflow run, taken after a superstep."""
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int = CHECKPOINT_FORMAT_VERSION
+    """Format version of `data`; a store refuses versions it does not know."""
+    id: str
+    """Unique id (sortable by creation time)."""
+    session_id: str
+    """The session the run belongs to."""
+    workflow_id: str
+    """The workflow (root scope) that was running."""
+    superstep: int
+    """Index of the superstep just completed."""
+    created_at: datetime
+    """When it was taken (UTC)."""
+    data: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())
+    """The engine's JSON state: pending messages, node states, session state, requests, scopes."""
+
+
+class StoredEvent(BaseModel):
+    """One entry of the append-only event log (`events(id, occurred_at, kind, key, hash, meta, code_rev)`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """ULID-like id, sortable by time."""
+    occurred_at: datetime
+    """When it happened (UTC)."""
+    kind: str
+    """What happened, say `review.__start__` or `review.critic`."""
+    key: str
+    """What it belongs to (a topic or session id)."""
+    hash: str | None = None
+    """sha256 of its content in the object store, if any."""
+    meta: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())
+    """Structured data of the event."""
+    code_rev: str | None = None
+    """Revision of the code that wrote it."""
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Where workflow runs checkpoint; implement it to add a backend."""
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        """Store `checkpoint` atomically."""
+        ...
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        """The checkpoint `checkpoint_id`; raises `KeyError` naming it when unknown."""
+        ...
+
+    async def latest(self, session_id: str) -> str | None:
+        """The newest checkpoint id of `session_id`, or None."""
+        ...
+
+    async def list(self, session_id: str) -> list[str]:
+        """Checkpoint ids of `session_id`, oldest first."""
+        ...
+
+
+@runtime_checkable
+class EventLog(Protocol):
+    """An append-only event log with a content-addressed object store."""
+
+    async def append(self, event: StoredEvent) -> None:
+        """Append `event`."""
+        ...
+
+    async def events(self, key: str | None = None) -> list[StoredEvent]:
+        """Events (of `key`, when given), oldest first."""
+        ...
+
+    async def put(self, content: bytes) -> str:
+        """Store `content`; return its sha256 hex digest."""
+        ...
+
+    async def get(self, digest: str) -> bytes:
+        """The content stored under `digest`; raises `KeyError` when unknown."""
+        ...

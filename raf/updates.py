@@ -1,0 +1,192 @@
+"""Stream items of `IAgent.run`, the collected `AgentResponse`, and `Usage`.
+
+Every item carries `path`: the agent ids from the agent `run()` was called on down to the
+agent that produced it.
+
+Example:
+    >>> TextDelta(text="hi", path=("team", "writer")).path[-1]
+    'writer'
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from raf.messages import ChatMessage
+
+AgentPath = tuple[str, ...]
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    path: AgentPath = ()
+    """Agent ids from the agent that was run down to the producer of this item."""
+
+
+class TextDelta(_Item):
+    """A piece of answer text as the model streams it."""
+
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+    """The new text."""
+
+
+class ReasoningDelta(_Item):
+    """A piece of reasoning text (also manager ledgers of orchestrations)."""
+
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    text: str
+    """The new reasoning text."""
+
+
+class ToolCallStart(_Item):
+    """The model began a tool call."""
+
+    type: Literal["tool_call_start"] = "tool_call_start"
+    call_id: str
+    """Identifier of the call."""
+    name: str
+    """The tool's name."""
+
+
+class ToolCallArgs(_Item):
+    """A piece of a tool call's JSON arguments."""
+
+    type: Literal["tool_call_args"] = "tool_call_args"
+    call_id: str
+    """Identifier of the call."""
+    delta: str
+    """The new argument text."""
+
+
+class ToolCallEnd(_Item):
+    """The model finished writing a tool call."""
+
+    type: Literal["tool_call_end"] = "tool_call_end"
+    call_id: str
+    """Identifier of the call."""
+
+
+class ToolCalled(_Item):
+    """A tool ran (or was refused) and produced its result."""
+
+    type: Literal["tool_called"] = "tool_called"
+    call_id: str
+    """Identifier of the call."""
+    name: str
+    """The tool's name."""
+    result: str
+    """The result text given back to the model."""
+    is_error: bool = False
+    """True when the call failed."""
+
+
+class Usage(_Item):
+    """Token usage of one model call, or a sum of several.
+
+    Example:
+        >>> (Usage(input_tokens=3, output_tokens=4) + Usage(input_tokens=1, output_tokens=0)).total_tokens
+        8
+    """
+
+    type: Literal["usage"] = "usage"
+    input_tokens: int = 0
+    """Prompt tokens."""
+    output_tokens: int = 0
+    """Completion tokens."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage.model_construct(
+            type="usage",
+            path=(),
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class ExecutorInvoking(_Item):
+    """A workflow node starts handling a message."""
+
+    type: Literal["executor_invoking"] = "executor_invoking"
+    executor_id: str
+    """The node's id."""
+
+
+class ExecutorInvoked(_Item):
+    """A workflow node finished handling a message."""
+
+    type: Literal["executor_invoked"] = "executor_invoked"
+    executor_id: str
+    """The node's id."""
+    messages: list[ChatMessage] = Field(default_factory=lambda: list[ChatMessage]())
+    """Messages the node produced (an agent node's response)."""
+    value: Any = None
+    """The node's structured value, if any."""
+
+
+class MessageCompleted(_Item):
+    """An agent finished one whole message, assembled from its deltas."""
+
+    type: Literal["message_completed"] = "message_completed"
+    message: ChatMessage
+    """The whole message."""
+
+
+class RequestInfoUpdate(_Item):
+    """The run waits for a human answer; the next `run()` on the session answers it."""
+
+    type: Literal["request_info"] = "request_info"
+    request_id: str
+    """Stable id of the request, unique across branches and nesting levels."""
+    payload: Any = None
+    """What the workflow asks."""
+
+
+AgentUpdate = Annotated[
+    TextDelta
+    | ReasoningDelta
+    | ToolCallStart
+    | ToolCallArgs
+    | ToolCallEnd
+    | ToolCalled
+    | Usage
+    | ExecutorInvoking
+    | ExecutorInvoked
+    | MessageCompleted
+    | RequestInfoUpdate,
+    Field(discriminator="type"),
+]
+"""Any item of an agent's stream."""
+
+agent_update_adapter: TypeAdapter[AgentUpdate] = TypeAdapter(AgentUpdate)
+
+
+class AgentResponse(BaseModel):
+    """What a whole run gives: the messages the agent produced, summed usage, a value.
+
+    Example:
+        >>> AgentResponse(messages=[ChatMessage.assistant("ok")]).text
+        'ok'
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    messages: list[ChatMessage] = Field(default_factory=lambda: list[ChatMessage]())
+    """Messages the agent added to the conversation."""
+    usage: Usage = Field(default_factory=Usage)
+    """Usage summed over the whole agent tree."""
+    value: Any = None
+    """The structured output, when the agent has an output schema."""
+
+    @property
+    def text(self) -> str:
+        """Text of the last message, or an empty string."""
+        return self.messages[-1].text if self.messages else ""
