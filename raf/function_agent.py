@@ -59,7 +59,7 @@ class FunctionAgent(BaseAgent):
         else:
             result: Any = self._fn(messages)
             if inspect.isawaitable(result):
-                result = await cast(Awaitable[Any], result)
+                result = await result
             if isinstance(result, ChatMessage):
                 message = result
                 if message.text:

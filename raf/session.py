@@ -91,7 +91,9 @@ class Session:
 
     def snapshot(self) -> dict[str, Any]:
         """The state as JSON-able data."""
-        return {k: (v.data if isinstance(v, _Raw) else _jsonable(v)) for k, v in self._state.items()}
+        return {
+            k: (v.data if isinstance(v, _Raw) else _jsonable(v)) for k, v in self._state.items()
+        }
 
     def restore(self, data: dict[str, Any]) -> None:
         """Replace the state with JSON data from `snapshot`."""
@@ -110,14 +112,18 @@ class Session:
         Raises:
             ValueError: when `text` is not a session of a known version.
         """
-        data = json.loads(text)
-        if not isinstance(data, dict) or data.get("version") != SESSION_FORMAT_VERSION:
+        data: Any = json.loads(text)
+        if (
+            not isinstance(data, dict)
+            or cast(dict[str, Any], data).get("version") != SESSION_FORMAT_VERSION
+        ):
             raise ValueError(
                 f"not a raf session of version {SESSION_FORMAT_VERSION}: "
                 "pass the text of Session.to_json()"
             )
-        session = cls(id=cast(str, data["id"]), store=store)
-        session.restore(cast(dict[str, Any], data["state"]))
+        fields = cast(dict[str, Any], data)
+        session = cls(id=str(fields["id"]), store=store)
+        session.restore(cast(dict[str, Any], fields["state"]))
         return session
 
 

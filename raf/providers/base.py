@@ -73,7 +73,9 @@ class Completion:
     finish_reason: str | None = None
 
 
-ProviderEvent = TextChunk | ReasoningChunk | ToolCallStarted | ToolCallDelta | UsageReport | Completion
+ProviderEvent = (
+    TextChunk | ReasoningChunk | ToolCallStarted | ToolCallDelta | UsageReport | Completion
+)
 """Anything a provider stream yields."""
 
 

@@ -77,7 +77,7 @@ class ScriptedProvider:
         *,
         tools: Sequence[ToolDefinition] = (),
         response_format: dict[str, Any] | None = None,
-    ) -> AsyncIterator[AsyncIterator[ProviderEvent]]:
+    ) -> AsyncGenerator[AsyncIterator[ProviderEvent]]:
         """Stream the next turn; see `LlmProvider.stream`."""
         request = list(messages)
         self.requests.append(ScriptedRequest(request, list(tools), response_format))
@@ -96,7 +96,9 @@ class ScriptedProvider:
         finally:
             await events.aclose()
 
-    async def _events(self, turn: Turn, messages: list[ChatMessage]) -> AsyncGenerator[ProviderEvent]:
+    async def _events(
+        self, turn: Turn, messages: list[ChatMessage]
+    ) -> AsyncGenerator[ProviderEvent]:
         for piece in split(turn.reasoning or "", turn.chunk_size):
             yield ReasoningChunk(piece)
         for piece in split(turn.text, turn.chunk_size):

@@ -22,9 +22,7 @@ class ToolDefinition(BaseModel):
     """What the model calls it."""
     description: str = ""
     """What it does, for the model."""
-    parameters: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON schema of the arguments object."""
 
     def to_openai(self) -> dict[str, Any]:
