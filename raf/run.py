@@ -171,8 +171,9 @@ class _UpdateStream:
         try:
             return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
-            error = self._run._error  # pyright: ignore[reportPrivateUsage]
-            if error is not None:
-                self._run._error = None  # pyright: ignore[reportPrivateUsage]
-                raise error
-            raise StopAsyncIteration from None
+            pass
+        error = self._run._error  # pyright: ignore[reportPrivateUsage]
+        if error is not None:
+            self._run._error = None  # pyright: ignore[reportPrivateUsage]
+            raise error
+        raise StopAsyncIteration
