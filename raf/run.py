@@ -130,7 +130,18 @@ class AgentRun:
         assert self._tg is not None and self._exit is not None
         self._tg.cancel_scope.cancel()
         self._state = "done"
-        return await self._exit.__aexit__(exc_type, exc, tb)
+        # The consumer's own exception is not fed into the task group: it would come back
+        # wrapped in an exception group. The producer never raises (it keeps its error).
+        single: BaseException | None = None
+        try:
+            await self._exit.aclose()
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) != 1:
+                raise
+            single = group.exceptions[0]
+        if single is not None:
+            raise single
+        return None
 
     async def _drive(self, send: MemoryObjectSendStream[AgentUpdate]) -> None:
         async with send:

@@ -1,0 +1,241 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+import anyio
+import pytest
+
+from raf.agent import (
+    AgentMetadata,
+    BaseAgent,
+    IAgent,
+    RunOptions,
+    check_agent_id,
+    invoke_agent,
+)
+from raf.budget import Budget
+from raf.errors import BudgetExceeded, RunTimeout, ToolError
+from raf.function_agent import FunctionAgent
+from raf.messages import ChatMessage, MessagesInput
+from raf.run import AgentRun, RunContext
+from raf.session import Session
+from raf.updates import AgentResponse, AgentUpdate, MessageCompleted, TextDelta
+from tests.helpers import task_count
+
+pytestmark = pytest.mark.anyio
+
+
+def echo(messages: list[ChatMessage]) -> str:
+    return " | ".join(m.text for m in messages)
+
+
+async def test_stream_yields_deltas_then_completed_message() -> None:
+    async def words(messages: list[ChatMessage]) -> AsyncIterator[str]:
+        for w in ("a", "b", "c"):
+            yield w
+
+    agent = FunctionAgent("w", words)
+    async with agent.run("go") as stream:
+        items = [u async for u in stream]
+    assert [u.type for u in items] == ["text_delta"] * 3 + ["message_completed"]
+    assert all(u.path == ("w",) for u in items)
+    last = items[-1]
+    assert isinstance(last, MessageCompleted) and last.message.text == "abc"
+    assert last.message.author == "w"
+
+
+async def test_collect_returns_the_response() -> None:
+    response = await FunctionAgent("e", echo).run("hi").collect()
+    assert response.text == "hi"
+    assert response.messages[0].role == "assistant"
+
+
+async def test_iterating_without_entering_shows_the_async_with_form() -> None:
+    run = FunctionAgent("e", echo).run("hi")
+    with pytest.raises(TypeError, match="async with agent.run"):
+        async for _ in run:  # type: ignore[attr-defined]
+            pass
+    assert (await run.collect()).text == "hi"
+
+
+async def test_a_run_starts_once() -> None:
+    run = FunctionAgent("e", echo).run("hi")
+    await run.collect()
+    with pytest.raises(RuntimeError, match="again"):
+        await run.collect()
+
+
+async def test_default_session_continues_the_conversation_and_reset_clears_it() -> None:
+    agent = FunctionAgent("e", echo)
+    assert (await agent.run("one").collect()).text == "one"
+    assert (await agent.run("two").collect()).text == "one | one | two"
+    await agent.reset()
+    assert (await agent.run("three").collect()).text == "three"
+
+
+async def test_explicit_sessions_do_not_see_each_other() -> None:
+    agent = FunctionAgent("e", echo)
+    s1, s2 = Session(), Session()
+    await agent.run("a", s1).collect()
+    await agent.run("x", s2).collect()
+    assert (await agent.run("b", s1).collect()).text == "a | a | b"
+    assert (await agent.run("y", s2).collect()).text == "x | x | y"
+
+
+async def test_session_round_trips_mid_conversation() -> None:
+    agent = FunctionAgent("e", echo)
+    session = Session()
+    await agent.run("a", session).collect()
+    restored = Session.from_json(session.to_json())
+    assert (await agent.run("b", restored).collect()).text == "a | a | b"
+
+
+async def test_error_surfaces_after_the_items_before_it() -> None:
+    async def fails(messages: list[ChatMessage]) -> AsyncIterator[str]:
+        yield "partial"
+        raise ToolError("broken on purpose")
+
+    seen: list[AgentUpdate] = []
+    with pytest.raises(ToolError, match="broken on purpose"):
+        async with FunctionAgent("f", fails).run("go") as stream:
+            async for update in stream:
+                seen.append(update)
+    assert [u.type for u in seen] == ["text_delta"]
+
+
+async def test_failed_agent_is_not_poisoned() -> None:
+    calls = 0
+
+    def flaky(messages: list[ChatMessage]) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise ValueError("first call fails")
+        return "fine"
+
+    agent = FunctionAgent("flaky", flaky)
+    with pytest.raises(ValueError, match="first call fails"):
+        await agent.run("x").collect()
+    assert (await agent.run("x").collect()).text == "fine"
+
+
+async def test_leaving_early_cancels_the_producer_promptly() -> None:
+    started = anyio.Event()
+    cancelled = anyio.Event()
+
+    async def forever(messages: list[ChatMessage]) -> AsyncIterator[str]:
+        yield "first"
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        yield "never"  # pragma: no cover
+
+    before = task_count()
+    with anyio.fail_after(5):
+        async with FunctionAgent("slow", forever).run("go") as stream:
+            async for update in stream:
+                assert isinstance(update, TextDelta)
+                await started.wait()
+                break
+        assert cancelled.is_set()
+    assert task_count() == before
+
+
+async def test_timeout_raises_run_timeout_with_path() -> None:
+    async def stuck(messages: list[ChatMessage]) -> str:
+        await anyio.sleep_forever()
+        return "never"  # pragma: no cover
+
+    with pytest.raises(RunTimeout) as info:
+        await FunctionAgent("stuck", stuck).run("x", options=RunOptions(timeout=0.01)).collect()
+    assert info.value.path == ("stuck",)
+    assert "RunOptions.timeout" in str(info.value)
+
+
+async def test_seconds_budget_raises_budget_exceeded() -> None:
+    async def stuck(messages: list[ChatMessage]) -> str:
+        await anyio.sleep_forever()
+        return "never"  # pragma: no cover
+
+    options = RunOptions(budget=Budget(seconds=0.01))
+    with pytest.raises(BudgetExceeded) as info:
+        await FunctionAgent("stuck", stuck).run("x", options=options).collect()
+    assert info.value.kind == "seconds"
+
+
+def test_function_agent_is_an_iagent_with_metadata() -> None:
+    agent = FunctionAgent("e", echo, description="echoes")
+    assert isinstance(agent, IAgent)
+    assert agent.metadata == AgentMetadata(
+        id="e", name="e", description="echoes", kind="function", children=()
+    )
+    assert agent.get_subagent("x") is None
+
+
+@pytest.mark.parametrize("bad", ["", "a/b", "a#b", " lead"])
+def test_bad_ids_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError, match="not usable"):
+        check_agent_id(bad)
+
+
+async def test_function_agent_rejects_other_return_types() -> None:
+    agent = FunctionAgent("n", lambda messages: 42)  # type: ignore[arg-type,return-value]
+    with pytest.raises(TypeError, match="returned int"):
+        await agent.run("x").collect()
+
+
+class _Foreign:
+    """An IAgent written without raf's base class."""
+
+    def __init__(self) -> None:
+        self.inner = FunctionAgent("foreign", echo)
+
+    @property
+    def id(self) -> str:
+        return "foreign"
+
+    @property
+    def metadata(self) -> AgentMetadata:
+        return self.inner.metadata
+
+    def get_subagent(self, agent_id: str) -> IAgent | None:
+        return None
+
+    def run(
+        self,
+        messages: MessagesInput,
+        session: Session | None = None,
+        options: RunOptions | None = None,
+    ) -> AgentRun:
+        return self.inner.run(messages, session, options)
+
+    async def reset(self) -> None:
+        await self.inner.reset()
+
+
+class _Parent(BaseAgent):
+    kind = "test-parent"
+
+    def __init__(self, child: IAgent) -> None:
+        super().__init__("parent")
+        self.child = child
+
+    def subagents(self) -> Sequence[IAgent]:
+        return (self.child,)
+
+    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
+        return await invoke_agent(self.child, messages, ctx)
+
+
+@pytest.mark.parametrize("native", [True, False])
+async def test_children_stream_under_the_parent_path(native: bool) -> None:
+    child: IAgent = FunctionAgent("foreign", echo) if native else _Foreign()
+    parent = _Parent(child)
+    assert parent.metadata.children == ("foreign",)
+    assert parent.get_subagent("foreign") is child
+    async with parent.run("hi") as stream:
+        items = [u async for u in stream]
+    assert {u.path for u in items} == {("parent", "foreign")}
+    assert (await parent.run("again").collect()).text.endswith("again")
