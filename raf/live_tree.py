@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
 from rich.text import Text
 from rich.tree import Tree
 
-from raf.updates import AgentPath, AgentUpdate
+from raf.agent import IAgent
+from raf.updates import AgentPath, AgentResponse, AgentUpdate
 
 _PREVIEW = 240
 
@@ -100,3 +102,15 @@ def _short(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
+
+
+async def stream_live(agent: IAgent, prompt: str, console: Console) -> AgentResponse | None:
+    """Run `agent` on `prompt`, drawing the live tree on `console`; return the response."""
+    view = LiveTree(agent.id)
+    run = agent.run(prompt)
+    with Live(view.render(), console=console, refresh_per_second=12) as live:
+        async with run as stream:
+            async for update in stream:
+                view.apply(update)
+                live.update(view.render())
+    return run.response
