@@ -1,0 +1,318 @@
+"""`Workflow`: an immutable, validated graph of executors, and how to run it.
+
+Build one with `WorkflowBuilder`. `run()` collects a run into a `WorkflowResult`;
+`run_stream()` streams its events; `resume()` / `resume_stream()` continue a run from a
+checkpoint; `as_agent()` makes it an `IAgent`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from raf.engine.checkpointing import read_checkpoint
+from raf.engine.edges import Edge, Route
+from raf.engine.events import CheckpointSaved, RequestInfo, WorkflowError, WorkflowEvent
+from raf.engine.executors import Executor
+from raf.engine.runner import EventSink, Runner
+from raf.engine.state import RunState, RunStatus
+from raf.engine.stream import WorkflowStream
+from raf.session import Session
+from raf.stores.base import CheckpointStore
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from raf.engine.facade import WorkflowAgent
+
+__all__ = ["Workflow", "WorkflowResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowResult:
+    """A finished (or waiting) run: its outputs, every event, and how it ended.
+
+    A failed run is returned, not raised: `status == "failed"` and `error` holds the exception
+    (also in the final `WorkflowError` event).
+
+    Example:
+        >>> WorkflowResult(outputs=[3], events=[], status="completed").error is None
+        True
+    """
+
+    outputs: list[Any]
+    """Values yielded by the nodes, in order (from the run's very start when resumed)."""
+    events: list[WorkflowEvent]
+    """Every event of this run, in order."""
+    status: RunStatus
+    """`completed`, `failed`, or `waiting` (human requests pending)."""
+    requests: tuple[RequestInfo, ...] = field(default=())
+    """The requests a waiting run waits on, oldest first."""
+
+    @property
+    def error(self) -> BaseException | None:
+        """The error a failed run failed with, else None."""
+        for event in reversed(self.events):
+            if isinstance(event, WorkflowError):
+                return event.error
+        return None
+
+    @property
+    def checkpoint_id(self) -> str | None:
+        """The id of the last checkpoint this run saved, if any."""
+        for event in reversed(self.events):
+            if isinstance(event, CheckpointSaved):
+                return event.checkpoint_id
+        return None
+
+
+class _Collector:
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events: list[WorkflowEvent] = []
+
+    async def __call__(self, event: WorkflowEvent) -> None:
+        self.events.append(event)
+
+
+class Workflow:
+    """A validated workflow graph; immutable, and shared safely by any number of runs.
+
+    Example:
+        >>> from raf.engine import FunctionExecutor, WorkflowBuilder
+        >>> async def add_one(n, ctx):
+        ...     await ctx.yield_output(n + 1)
+        >>> workflow = WorkflowBuilder("calc").add_executor(FunctionExecutor("add", add_one)).set_start("add").build()
+        >>> import anyio
+        >>> anyio.run(workflow.run, 41).outputs
+        [42]
+    """
+
+    __slots__ = (
+        "_edges",
+        "_executors",
+        "_fingerprint",
+        "_graph",
+        "_id",
+        "_kind",
+        "_max_supersteps",
+        "_routes",
+        "_start",
+        "_successors",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        *,
+        start: str,
+        executors: Mapping[str, Executor],
+        edges: tuple[Edge, ...],
+        routes: Mapping[str, tuple[Route, ...]],
+        max_supersteps: int | None,
+        graph: nx.DiGraph[str],
+    ) -> None:
+        self._id = id
+        self._start = start
+        self._executors = MappingProxyType(dict(executors))
+        self._edges = edges
+        self._routes = MappingProxyType({node: routes.get(node, ()) for node in executors})
+        self._successors = MappingProxyType(
+            {
+                node: frozenset(t for route in node_routes for t in route.targets())
+                for node, node_routes in self._routes.items()
+            }
+        )
+        self._max_supersteps = max_supersteps
+        self._graph = graph
+        shape = [id, start, list(executors), [[e.source, e.target, e.kind] for e in edges]]
+        self._fingerprint = hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:16]
+        self._kind = "graph"
+
+    def __repr__(self) -> str:
+        return f"Workflow(id={self._id!r}, nodes={list(self._executors)})"
+
+    @property
+    def id(self) -> str:
+        """The workflow id."""
+        return self._id
+
+    @property
+    def kind(self) -> str:
+        """The pattern this workflow was built with (`graph`, `sequential`, …)."""
+        return self._kind
+
+    def with_kind(self, kind: str) -> Workflow:
+        """Set the pattern name its agent reports as `metadata.kind`; builders call it once."""
+        self._kind = kind
+        return self
+
+    @property
+    def start_id(self) -> str:
+        """The node that receives the run's input."""
+        return self._start
+
+    @property
+    def max_supersteps(self) -> int | None:
+        """The superstep bound, or None (an acyclic graph ends by itself)."""
+        return self._max_supersteps
+
+    @property
+    def executors(self) -> Mapping[str, Executor]:
+        """The nodes by id, in the order they were added."""
+        return self._executors
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        """Every source-to-target edge, in the order declared."""
+        return self._edges
+
+    @property
+    def routes(self) -> Mapping[str, tuple[Route, ...]]:
+        """Each node's outgoing routes, as the runner follows them."""
+        return self._routes
+
+    @property
+    def successors(self) -> Mapping[str, frozenset[str]]:
+        """Each node's possible targets."""
+        return self._successors
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the nodes and edges; a checkpoint resumes only on the same graph."""
+        return self._fingerprint
+
+    @property
+    def graph(self) -> nx.DiGraph[str]:
+        """A networkx `DiGraph` copy (node attribute `kind`, edge attributes `kind`, `label`)."""
+        return self._graph.copy()
+
+    def to_mermaid(self) -> str:
+        """The graph as a Mermaid flowchart (conditions dashed, fan-in/fan-out labelled)."""
+        from raf.engine.rendering import to_mermaid
+
+        return to_mermaid(self)
+
+    def to_dot(self) -> str:
+        """The graph in Graphviz DOT (conditions dashed, fan-in/fan-out labelled)."""
+        from raf.engine.rendering import to_dot
+
+        return to_dot(self)
+
+    def as_agent(
+        self,
+        id: str | None = None,
+        *,
+        name: str | None = None,
+        description: str = "",
+        kind: str | None = None,
+    ) -> WorkflowAgent:
+        """This workflow as an `IAgent` (a `WorkflowAgent`), `id` defaulting to the workflow's.
+
+        `kind` defaults to the workflow's own (`graph`, or the builder's pattern name).
+        """
+        from raf.engine.facade import WorkflowAgent
+
+        return WorkflowAgent(
+            self, id, name=name, description=description, kind=kind or self._kind
+        )
+
+    def run_stream(self, input: Any, session: Session | None = None) -> WorkflowStream:
+        """Start a run on `input` and stream its events: `async with ... as events`.
+
+        Node failures arrive as `NodeFailed` and `WorkflowError` events (nothing is raised).
+        Checkpoints go to `session.store` when there is one.
+        """
+        return WorkflowStream(lambda sink: self._start_run(input, session, sink))
+
+    async def run(self, input: Any, session: Session | None = None) -> WorkflowResult:
+        """Run on `input` to the end and return the `WorkflowResult` (failures included)."""
+        collector = _Collector()
+        status, state = await self._start_run(input, session, collector)
+        return _result(status, state, collector.events)
+
+    def resume_stream(
+        self,
+        checkpoint_id: str,
+        store: CheckpointStore,
+        responses: Mapping[str, Any] | None = None,
+        session: Session | None = None,
+    ) -> WorkflowStream:
+        """Continue the run saved as `checkpoint_id`, streaming its events; see `resume`."""
+        return WorkflowStream(
+            lambda sink: self._resume_run(checkpoint_id, store, responses, session, sink)
+        )
+
+    async def resume(
+        self,
+        checkpoint_id: str,
+        store: CheckpointStore,
+        responses: Mapping[str, Any] | None = None,
+        session: Session | None = None,
+    ) -> WorkflowResult:
+        """Continue the run saved as `checkpoint_id` in `store`, answering pending requests.
+
+        Nodes that completed before the checkpoint do not run again; a handling that waited
+        re-runs from its start and its `request_info` returns the answer. The session (a new
+        one with the checkpoint's id and `store` when None) gets the checkpoint's state.
+
+        Raises:
+            KeyError: when the store has no such checkpoint.
+            ValueError: when the checkpoint belongs to another workflow or graph, or a
+                response answers no pending request.
+        """
+        collector = _Collector()
+        status, state = await self._resume_run(checkpoint_id, store, responses, session, collector)
+        return _result(status, state, collector.events)
+
+    async def _start_run(
+        self, input: Any, session: Session | None, sink: EventSink
+    ) -> tuple[RunStatus, RunState]:
+        state = RunState.start(self._start, input)
+        runner = Runner(
+            self, state, sink, session if session is not None else Session(), checkpoints=True
+        )
+        return await runner.execute(), state
+
+    async def _resume_run(
+        self,
+        checkpoint_id: str,
+        store: CheckpointStore,
+        responses: Mapping[str, Any] | None,
+        session: Session | None,
+        sink: EventSink,
+    ) -> tuple[RunStatus, RunState]:
+        checkpoint = await store.load(checkpoint_id)
+        state, scope, snapshot = read_checkpoint(
+            checkpoint, workflow_id=self._id, fingerprint=self._fingerprint
+        )
+        unknown = state.answer(dict(responses or {}))
+        if unknown:
+            pending = [request.request_id for request in state.requests]
+            raise ValueError(
+                f"responses for {unknown} answer no pending request of checkpoint "
+                f"{checkpoint_id!r}; pending requests: {pending}"
+            )
+        if session is None:
+            session = Session(id=checkpoint.session_id, store=store)
+        session.restore(snapshot)
+        runner = Runner(self, state, sink, session, scope=scope, checkpoints=True)
+        return await runner.execute(), state
+
+
+def _result(status: RunStatus, state: RunState, events: list[WorkflowEvent]) -> WorkflowResult:
+    return WorkflowResult(
+        outputs=[value for _, value in state.outputs],
+        events=events,
+        status=status,
+        requests=tuple(
+            RequestInfo(r.request_id, r.payload, node_id=r.node_id) for r in state.requests
+        )
+        if status == "waiting"
+        else (),
+    )
