@@ -1,1 +1,193 @@
-"""raf: compose agents into workflows, where every workflow is itself an agent."""
+"""raf: compose agents into workflows, where every workflow is itself an agent.
+
+The package is layered: the agent contract (`raf.agent`, `raf.messages`, `raf.updates`,
+`raf.errors`) at the core; leaf agents (`raf.react`), tools and providers on it; the graph engine
+(`raf.engine`) under every builder (`raf.builders`); stores, the registry and the fronts on top.
+This module pulls together the public API. `openai` and `networkx` load only when used.
+
+Example:
+    >>> import anyio
+    >>> import raf
+    >>> a = raf.FunctionAgent("a", lambda messages: "hello")
+    >>> b = raf.FunctionAgent("b", lambda messages: messages[-1].text + " world")
+    >>> team = raf.SequentialBuilder(id="team").add_agent(a).add_agent(b).build().as_agent()
+    >>> anyio.run(team.run("hi").collect).text
+    'hello world'
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from raf.adapters import AdapterBinding as AdapterBinding
+from raf.adapters import AdapterFn as AdapterFn
+from raf.adapters import RoleFn as RoleFn
+from raf.adapters import Step as Step
+from raf.adapters import ThreadContext as ThreadContext
+from raf.adapters import agent_to_adapter as agent_to_adapter
+from raf.adapters import create_llm_adapter as create_llm_adapter
+from raf.adapters import create_react_adapter as create_react_adapter
+from raf.agent import AgentMetadata as AgentMetadata
+from raf.agent import AgentRun as AgentRun
+from raf.agent import BaseAgent as BaseAgent
+from raf.agent import IAgent as IAgent
+from raf.agent import RunOptions as RunOptions
+from raf.agent import Session as Session
+from raf.agent import invoke_agent as invoke_agent
+from raf.budget import Budget as Budget
+from raf.builders import ConcurrentBuilder as ConcurrentBuilder
+from raf.builders import SequentialBuilder as SequentialBuilder
+from raf.engine import AgentExecutor as AgentExecutor
+from raf.engine import Executor as Executor
+from raf.engine import FunctionExecutor as FunctionExecutor
+from raf.engine import NodeContext as NodeContext
+from raf.engine import Workflow as Workflow
+from raf.engine import WorkflowAgent as WorkflowAgent
+from raf.engine import WorkflowBuilder as WorkflowBuilder
+from raf.engine import WorkflowResult as WorkflowResult
+from raf.errors import AgentError as AgentError
+from raf.errors import BudgetExceeded as BudgetExceeded
+from raf.errors import GraphValidationError as GraphValidationError
+from raf.errors import HandoffLimitExceeded as HandoffLimitExceeded
+from raf.errors import MaxRoundsExceeded as MaxRoundsExceeded
+from raf.errors import ProviderError as ProviderError
+from raf.errors import QuorumNotReached as QuorumNotReached
+from raf.errors import RunTimeout as RunTimeout
+from raf.errors import SchemaValidationError as SchemaValidationError
+from raf.errors import ToolError as ToolError
+from raf.errors import WorkflowError as WorkflowError
+from raf.function_agent import FunctionAgent as FunctionAgent
+from raf.messages import ChatMessage as ChatMessage
+from raf.messages import Content as Content
+from raf.messages import ReasoningContent as ReasoningContent
+from raf.messages import TextContent as TextContent
+from raf.messages import ToolCallContent as ToolCallContent
+from raf.messages import ToolResultContent as ToolResultContent
+from raf.providers.base import LlmProvider as LlmProvider
+from raf.providers.retry import RetryPolicy as RetryPolicy
+from raf.react import ReactAgent as ReactAgent
+from raf.registry import AgentRegistry as AgentRegistry
+from raf.registry import AgentTree as AgentTree
+from raf.registry import walk as walk
+from raf.run import RunContext as RunContext
+from raf.stores import Checkpoint as Checkpoint
+from raf.stores import CheckpointStore as CheckpointStore
+from raf.stores import MemoryCheckpointStore as MemoryCheckpointStore
+from raf.stores import SqliteCheckpointStore as SqliteCheckpointStore
+from raf.tools import Tool as Tool
+from raf.tools import ToolDefinition as ToolDefinition
+from raf.tools import tool as tool
+from raf.updates import AgentResponse as AgentResponse
+from raf.updates import AgentUpdate as AgentUpdate
+from raf.updates import ExecutorInvoked as ExecutorInvoked
+from raf.updates import ExecutorInvoking as ExecutorInvoking
+from raf.updates import MessageCompleted as MessageCompleted
+from raf.updates import ReasoningDelta as ReasoningDelta
+from raf.updates import RequestInfoUpdate as RequestInfoUpdate
+from raf.updates import TextDelta as TextDelta
+from raf.updates import ToolCallArgs as ToolCallArgs
+from raf.updates import ToolCalled as ToolCalled
+from raf.updates import ToolCallEnd as ToolCallEnd
+from raf.updates import ToolCallStart as ToolCallStart
+from raf.updates import Usage as Usage
+
+if TYPE_CHECKING:
+    from raf.providers.openai import OpenAIProvider as OpenAIProvider
+    from raf.providers.openai import create_client as create_client
+    from raf.stores import PostgresCheckpointStore as PostgresCheckpointStore
+
+_LAZY = {
+    "OpenAIProvider": "raf.providers.openai",
+    "create_client": "raf.providers.openai",
+    "PostgresCheckpointStore": "raf.stores",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load names whose modules import heavy dependencies (openai) on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'raf' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "AdapterBinding",
+    "AdapterFn",
+    "AgentError",
+    "AgentExecutor",
+    "AgentMetadata",
+    "AgentRegistry",
+    "AgentResponse",
+    "AgentRun",
+    "AgentTree",
+    "AgentUpdate",
+    "BaseAgent",
+    "Budget",
+    "BudgetExceeded",
+    "ChatMessage",
+    "Checkpoint",
+    "CheckpointStore",
+    "ConcurrentBuilder",
+    "Content",
+    "Executor",
+    "ExecutorInvoked",
+    "ExecutorInvoking",
+    "FunctionAgent",
+    "FunctionExecutor",
+    "GraphValidationError",
+    "HandoffLimitExceeded",
+    "IAgent",
+    "LlmProvider",
+    "MaxRoundsExceeded",
+    "MemoryCheckpointStore",
+    "MessageCompleted",
+    "NodeContext",
+    "OpenAIProvider",
+    "PostgresCheckpointStore",
+    "ProviderError",
+    "QuorumNotReached",
+    "ReactAgent",
+    "ReasoningContent",
+    "ReasoningDelta",
+    "RequestInfoUpdate",
+    "RetryPolicy",
+    "RoleFn",
+    "RunContext",
+    "RunOptions",
+    "RunTimeout",
+    "SchemaValidationError",
+    "SequentialBuilder",
+    "Session",
+    "SqliteCheckpointStore",
+    "Step",
+    "TextContent",
+    "TextDelta",
+    "ThreadContext",
+    "Tool",
+    "ToolCallArgs",
+    "ToolCallContent",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolCalled",
+    "ToolDefinition",
+    "ToolError",
+    "ToolResultContent",
+    "Usage",
+    "Workflow",
+    "WorkflowAgent",
+    "WorkflowBuilder",
+    "WorkflowError",
+    "WorkflowResult",
+    "agent_to_adapter",
+    "create_client",
+    "create_llm_adapter",
+    "create_react_adapter",
+    "invoke_agent",
+    "tool",
+    "walk",
+]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 
 from rich.console import Console
@@ -26,7 +26,7 @@ from raf.providers.base import LlmProvider
 from raf.react import ReactAgent
 from raf.testing.script import Turn, text, tool_calls
 from raf.testing.scripted_provider import ScriptedProvider
-from raf.tools import Tool, tool
+from raf.tools import tool
 
 
 @tool
@@ -147,7 +147,7 @@ def build_demo(providers: dict[str, LlmProvider]) -> IAgent:
 
 
 @asynccontextmanager
-async def demo_providers() -> AsyncIterator[dict[str, LlmProvider]]:
+async def demo_providers() -> AsyncGenerator[dict[str, LlmProvider]]:
     """Scripted providers, or OpenAI providers when an endpoint is configured."""
     if not (os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")):
         yield _scripted_providers()

@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Self, cast
 
 from raf.agent import IAgent
@@ -120,7 +120,7 @@ class Aggregate(Executor):
             results = dict(zip(self._agent_ids, responses, strict=True))
             output = self._fn(results)
             if inspect.isawaitable(output):
-                output = await cast(Awaitable[Any], output)
+                output = await output
         if isinstance(output, ChatMessage):
             output = [output]
         await ctx.yield_output(output)

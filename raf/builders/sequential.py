@@ -12,14 +12,16 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from itertools import pairwise
+from typing import Any, ClassVar, Self, cast
 
 from raf.agent import IAgent
 from raf.builders._participants import check_participants
+from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
 from raf.engine.executors import AgentExecutor, conversation_of
 from raf.engine.workflow import Workflow
-from raf.engine.builder import WorkflowBuilder
+from raf.messages import ChatMessage
 from raf.updates import AgentResponse
 
 DEFAULT_ID = "workflow_seq_agent_0"
@@ -55,7 +57,7 @@ class SequentialBuilder:
         steps = [SequenceStep(agent) for agent in agents]
         for step in steps:
             builder.add_executor(step)
-        for before, after in zip(steps, steps[1:], strict=False):
+        for before, after in pairwise(steps):
             builder.add_edge(before, after)
         return builder.set_start(steps[0]).build().with_kind("sequential")
 
@@ -74,8 +76,10 @@ class SequenceStep(AgentExecutor):
 
     async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse:
         """Run the agent, then send the longer conversation on (or output the additions)."""
+        start: int
+        conversation: list[ChatMessage]
         if type(message) is tuple:
-            start, conversation = message
+            start, conversation = cast(tuple[int, list[ChatMessage]], message)
         else:
             conversation = conversation_of(message, self.id)
             start = len(conversation)

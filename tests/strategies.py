@@ -1,0 +1,121 @@
+"""Hypothesis strategies for nested agent trees, and their reference interpretation."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from raf.agent import IAgent
+from raf.builders import ConcurrentBuilder, SequentialBuilder
+from raf.function_agent import FunctionAgent
+from raf.messages import ChatMessage
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A function agent answering `<id>:<messages seen>:<last text>`."""
+
+
+@dataclass(frozen=True)
+class Seq:
+    children: tuple[Spec, ...]
+
+
+@dataclass(frozen=True)
+class Con:
+    children: tuple[Spec, ...]
+
+
+Spec = Leaf | Seq | Con
+
+
+def _children(inner: st.SearchStrategy[Spec]) -> st.SearchStrategy[tuple[Spec, ...]]:
+    return st.lists(inner, min_size=1, max_size=4).map(tuple)
+
+
+def trees(max_leaves: int = 24) -> st.SearchStrategy[Spec]:
+    """Random trees of sequential and concurrent workflows over leaves, depth up to 4."""
+    leaves = st.just(Leaf())
+    level1 = st.one_of(leaves, _children(leaves).map(Seq), _children(leaves).map(Con))
+
+    def deeper(inner: st.SearchStrategy[Spec]) -> st.SearchStrategy[Spec]:
+        return st.one_of(leaves, _children(inner).map(Seq), _children(inner).map(Con))
+
+    return deeper(deeper(deeper(level1))).filter(lambda spec: count_leaves(spec) <= max_leaves)
+
+
+def count_leaves(spec: Spec) -> int:
+    if isinstance(spec, Leaf):
+        return 1
+    return sum(count_leaves(child) for child in spec.children)
+
+
+def depth(spec: Spec) -> int:
+    if isinstance(spec, Leaf):
+        return 1
+    return 1 + max(depth(child) for child in spec.children)
+
+
+def leaf_answer(agent_id: str, messages: list[ChatMessage]) -> str:
+    return f"{agent_id}:{len(messages)}:{messages[-1].text[:12]}"
+
+
+@dataclass
+class Built:
+    agent: IAgent
+    """The root agent."""
+    ids: dict[int, str]
+    """Agent id of each spec node, by `id(spec)`-free position (pre-order index)."""
+
+
+def build(spec: Spec) -> IAgent:
+    """Build the tree (ids by pre-order position, so two builds of a spec are identical)."""
+    counter = itertools.count()
+    return _build(spec, counter)
+
+
+def _build(spec: Spec, counter: itertools.count[int]) -> IAgent:
+    n = next(counter)
+    if isinstance(spec, Leaf):
+        agent_id = f"leaf{n}"
+        return FunctionAgent(agent_id, lambda messages: leaf_answer(agent_id, messages))
+    children = [_build(child, counter) for child in spec.children]
+    if isinstance(spec, Seq):
+        seq = SequentialBuilder(id=f"seq{n}")
+        for child in children:
+            seq.add_agent(child)
+        return seq.build().as_agent()
+    con = ConcurrentBuilder(id=f"con{n}")
+    for child in children:
+        con.add_agent(child)
+    return con.build().as_agent()
+
+
+def reference(spec: Spec, conversation: list[ChatMessage]) -> list[ChatMessage]:
+    """What the tree adds to `conversation`, computed without raf's engine."""
+    return _reference(spec, conversation, itertools.count())
+
+
+def _reference(
+    spec: Spec, conversation: list[ChatMessage], counter: itertools.count[int]
+) -> list[ChatMessage]:
+    n = next(counter)
+    if isinstance(spec, Leaf):
+        agent_id = f"leaf{n}"
+        return [ChatMessage.assistant(leaf_answer(agent_id, conversation), author=agent_id)]
+    if isinstance(spec, Seq):
+        added: list[ChatMessage] = []
+        for child in spec.children:
+            added += _reference(child, conversation + added, counter)
+        return added
+    results = [_reference(child, conversation, counter) for child in spec.children]
+    return [r[-1] for r in results if r]
+
+
+def tree_paths(agent: IAgent) -> set[tuple[str, ...]]:
+    """Every root-to-node path of the tree."""
+    from raf.registry import walk
+
+    return {path for path, _ in walk(agent)}
