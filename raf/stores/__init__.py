@@ -1,0 +1,36 @@
+"""Where workflow runs keep their checkpoints, event log and content.
+
+`MemoryCheckpointStore` for tests, `SqliteCheckpointStore` (one file, the embedded default) and
+`PostgresCheckpointStore` (several workers sharing runs) all implement `CheckpointStore` and
+`EventLog`; `new_id()` makes the sortable ids they order by.
+
+Example:
+    >>> from raf.session import Session
+    >>> session = Session(id="chat-1", store=SqliteCheckpointStore("runs.db"))
+"""
+
+from raf.stores.base import CHECKPOINT_FORMAT_VERSION as CHECKPOINT_FORMAT_VERSION
+from raf.stores.base import SUPPORTED_CHECKPOINT_VERSIONS as SUPPORTED_CHECKPOINT_VERSIONS
+from raf.stores.base import Checkpoint as Checkpoint
+from raf.stores.base import CheckpointStore as CheckpointStore
+from raf.stores.base import CheckpointVersionError as CheckpointVersionError
+from raf.stores.base import EventLog as EventLog
+from raf.stores.base import StoredEvent as StoredEvent
+from raf.stores.ids import new_id as new_id
+from raf.stores.memory import MemoryCheckpointStore as MemoryCheckpointStore
+from raf.stores.postgres import PostgresCheckpointStore as PostgresCheckpointStore
+from raf.stores.sqlite import SqliteCheckpointStore as SqliteCheckpointStore
+
+__all__ = [
+    "CHECKPOINT_FORMAT_VERSION",
+    "SUPPORTED_CHECKPOINT_VERSIONS",
+    "Checkpoint",
+    "CheckpointStore",
+    "CheckpointVersionError",
+    "EventLog",
+    "MemoryCheckpointStore",
+    "PostgresCheckpointStore",
+    "SqliteCheckpointStore",
+    "StoredEvent",
+    "new_id",
+]

@@ -18,6 +18,21 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 CHECKPOINT_FORMAT_VERSION = 1
+SUPPORTED_CHECKPOINT_VERSIONS: frozenset[int] = frozenset({CHECKPOINT_FORMAT_VERSION})
+"""Checkpoint format versions this raf reads and writes."""
+
+
+class CheckpointVersionError(ValueError):
+    """A checkpoint has a format `version` this raf does not know; it is refused, never guessed at."""
+
+    def __init__(self, checkpoint_id: str, version: int) -> None:
+        known = ", ".join(str(v) for v in sorted(SUPPORTED_CHECKPOINT_VERSIONS))
+        super().__init__(
+            f"checkpoint {checkpoint_id!r} has format version {version}, but this raf knows "
+            f"only version(s) {known}; resume it with the raf release that wrote it"
+        )
+        self.checkpoint_id = checkpoint_id
+        self.version = version
 
 
 class Checkpoint(BaseModel):

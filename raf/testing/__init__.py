@@ -1,0 +1,35 @@
+"""Test doubles for whole agent trees: scripted models, in process or over HTTP.
+
+`ScriptedProvider` plays a script as an `LlmProvider`; `ScriptedOpenAIServer` serves the same
+script as an OpenAI-compatible HTTP endpoint for the real `openai` client. A script is a list
+of turns (`text`, `tool_calls`, `resolve`, `error`) played in order, or a function from the
+request's messages to a turn.
+
+Example:
+    >>> import anyio
+    >>> from raf import ReactAgent
+    >>> provider = ScriptedProvider([text("Hello there")])
+    >>> agent = ReactAgent("greeter", provider, "Greet.")
+    >>> anyio.run(lambda: agent.run("hi").collect()).text
+    'Hello there'
+"""
+
+from raf.testing.script import ScriptExhausted as ScriptExhausted
+from raf.testing.script import Turn as Turn
+from raf.testing.script import error as error
+from raf.testing.script import resolve as resolve
+from raf.testing.script import text as text
+from raf.testing.script import tool_calls as tool_calls
+from raf.testing.scripted_provider import ScriptedProvider as ScriptedProvider
+from raf.testing.server import ScriptedOpenAIServer as ScriptedOpenAIServer
+
+__all__ = [
+    "ScriptedProvider",
+    "ScriptedOpenAIServer",
+    "Turn",
+    "text",
+    "tool_calls",
+    "resolve",
+    "error",
+    "ScriptExhausted",
+]

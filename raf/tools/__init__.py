@@ -1,0 +1,19 @@
+"""Tools a model can call: `@tool`, `Tool`, `ToolResult`, and the plain `ToolDefinition`.
+
+Example:
+    >>> from raf.tools import tool
+    >>> @tool
+    ... def shout(text: str) -> str:
+    ...     '''Say it louder.'''
+    ...     return text.upper()
+    >>> shout.definition.to_openai()["function"]["description"]
+    'Say it louder.'
+"""
+
+from raf.tools.definition import ToolDefinition as ToolDefinition
+from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS as DEFAULT_MAX_OUTPUT_CHARS
+from raf.tools.tool import Tool as Tool
+from raf.tools.tool import ToolResult as ToolResult
+from raf.tools.tool import tool as tool
+
+__all__ = ["DEFAULT_MAX_OUTPUT_CHARS", "Tool", "ToolDefinition", "ToolResult", "tool"]

@@ -68,8 +68,9 @@ def _args_section(lines: list[str]) -> dict[str, str]:
         if indent <= entry_indent:
             match = _PARAM.match(stripped)
             if match:
-                current = match.group(1)
-                params[current] = match.group(2).strip()
+                name = match.group(1)
+                params[name] = match.group(2).strip()
+                current = name
             else:
                 current = None
         elif current is not None:

@@ -1,0 +1,112 @@
+"""`create_react_adapter`: roles answered by the ReAct loop, finishing with `resolve`.
+
+Example:
+    >>> import anyio
+    >>> from pydantic import BaseModel
+    >>> from raf.adapters import ThreadContext
+    >>> from raf.testing.script import resolve
+    >>> from raf.testing.scripted_provider import ScriptedProvider
+    >>> class Plan(BaseModel):
+    ...     steps: list[str]
+    >>> async def no_tools(name: str, arguments: str) -> str:
+    ...     return ""
+    >>> adapter = create_react_adapter(ScriptedProvider([resolve({"steps": ["go"]})]), [], no_tools)
+    >>> anyio.run(adapter("Make a plan.", Plan), ThreadContext(thread_id="t"))
+    Plan(steps=['go'])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel
+
+from raf.adapters.thread import AdapterFn, RoleFn, ThreadContext, thread_messages
+from raf.agent import DEFAULT_OPTIONS
+from raf.messages import ToolCallContent
+from raf.providers.base import LlmProvider
+from raf.react.loop import ReactLoop
+from raf.react.resolve import RESOLVE_TOOL_NAME, resolve_definition
+from raf.run import RunContext, discard
+from raf.session import Session
+from raf.tools.definition import ToolDefinition
+from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, ToolResult, truncate
+
+M = TypeVar("M", bound=BaseModel)
+
+ToolHandler = Callable[[str, str], Awaitable[str]]
+"""`handler(name, arguments_json) -> result text`: runs the adapter's tools."""
+
+
+def create_react_adapter(
+    provider: LlmProvider,
+    tools: Sequence[ToolDefinition],
+    tool_handler: ToolHandler,
+    max_rounds: int = 10,
+) -> AdapterFn:
+    """An adapter whose roles run the ReAct loop and return the validated `resolve` value.
+
+    The model sees `tools` plus `resolve` (parameters: the schema's JSON schema); every other
+    call goes to `tool_handler(name, arguments_json)` once its arguments are a JSON object. A
+    handler that raises becomes an error result for the model. No extra model call is made to
+    extract the output.
+
+    Raises:
+        ValueError: when a tool is named `resolve` or two tools share a name.
+    """
+    names = [d.name for d in tools]
+    if RESOLVE_TOOL_NAME in names:
+        raise ValueError(f"the tool name {RESOLVE_TOOL_NAME!r} is reserved for structured output")
+    if len(set(names)) != len(names):
+        raise ValueError(f"tool names must be unique, got {names}")
+    if max_rounds < 1:
+        raise ValueError(f"max_rounds must be at least 1, not {max_rounds}")
+    definitions = tuple(tools)
+
+    async def dispatch(call: ToolCallContent, ctx: RunContext) -> ToolResult:
+        return await _handle(tool_handler, call)
+
+    def adapter(prompt: str, schema: type[M], /) -> RoleFn[M]:
+        loop = ReactLoop(
+            provider=provider,
+            instructions=prompt,
+            tools=(*definitions, resolve_definition(schema)),
+            dispatch=dispatch,
+            output_schema=schema,
+            max_rounds=max_rounds,
+            label=f"the {schema.__name__} role",
+        )
+
+        async def role(thread: ThreadContext) -> M:
+            ctx = RunContext((), Session(), DEFAULT_OPTIONS, discard)
+            response = await loop.run(thread_messages(thread), ctx)
+            return cast(M, response.value)
+
+        return role
+
+    return adapter
+
+
+async def _handle(handler: ToolHandler, call: ToolCallContent) -> ToolResult:
+    arguments = call.arguments or "{}"
+    try:
+        parsed: Any = json.loads(arguments)
+    except ValueError as exc:
+        return ToolResult(
+            f"invalid arguments for tool {call.name!r}: not valid JSON ({exc}). "
+            "Call it again with a JSON object.",
+            is_error=True,
+        )
+    if not isinstance(parsed, dict):
+        return ToolResult(
+            f"invalid arguments for tool {call.name!r}: expected a JSON object, "
+            f"got {type(parsed).__name__}. Call it again with a JSON object.",
+            is_error=True,
+        )
+    try:
+        text = await handler(call.name, arguments)
+    except Exception as exc:
+        return ToolResult(f"tool {call.name!r} raised {type(exc).__name__}: {exc}", is_error=True)
+    return ToolResult(truncate(str(text), DEFAULT_MAX_OUTPUT_CHARS))

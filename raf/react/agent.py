@@ -1,0 +1,143 @@
+"""`ReactAgent`: the leaf agent, an LLM calling tools until it can answer.
+
+Example:
+    >>> import anyio
+    >>> from raf.testing.script import text, tool_calls
+    >>> from raf.testing.scripted_provider import ScriptedProvider
+    >>> from raf.tools import tool
+    >>> @tool
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add two numbers.'''
+    ...     return a + b
+    >>> provider = ScriptedProvider([tool_calls(("add", {"a": 2, "b": 3})), text("5")])
+    >>> agent = ReactAgent("calc", provider, "Use the tools.", tools=[add])
+    >>> anyio.run(lambda: agent.run("2 + 3?").collect()).text
+    '5'
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from raf.agent import BaseAgent
+from raf.errors import AgentError
+from raf.messages import ChatMessage, ToolCallContent
+from raf.providers.base import LlmProvider
+from raf.react.loop import ReactLoop
+from raf.react.resolve import RESOLVE_TOOL_NAME, resolve_definition
+from raf.run import RunContext
+from raf.tools.tool import Tool, ToolResult, as_tool
+from raf.updates import AgentResponse
+
+
+class ReactAgent(BaseAgent):
+    """An LLM with tools: stream a model call, run the tools it asks for, repeat until it answers.
+
+    With `output_schema` the model must finish by calling the `resolve` tool with arguments
+    matching the schema; the response's `value` is then the validated model instance and its
+    last message is the value as JSON. Holds no run state: history lives in sessions.
+
+    Args:
+        id: the agent id.
+        provider: the model.
+        instructions: the system message.
+        tools: `Tool`s (or plain typed functions, wrapped with `@tool`).
+        output_schema: the structured output the model must submit, if any.
+        max_rounds: model calls per run (`RunOptions.max_rounds` overrides it).
+        description: what the agent does, for people and routing models.
+        name: a display name (the id by default).
+
+    Raises:
+        ValueError: on duplicate tool names, a tool named `resolve` next to an output
+            schema, or `max_rounds` below 1.
+    """
+
+    kind: ClassVar[str] = "react"
+
+    def __init__(
+        self,
+        id: str,
+        provider: LlmProvider,
+        instructions: str,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        output_schema: type[BaseModel] | None = None,
+        max_rounds: int = 10,
+        description: str = "",
+        *,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(id, name=name, description=description)
+        if max_rounds < 1:
+            raise ValueError(f"ReactAgent {id!r}: max_rounds must be at least 1, not {max_rounds}")
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            wrapped = as_tool(item)
+            if wrapped.name in self._tools:
+                raise ValueError(
+                    f"ReactAgent {id!r}: two tools are named {wrapped.name!r}; "
+                    "give one another name with @tool(name=...)"
+                )
+            self._tools[wrapped.name] = wrapped
+        definitions = tuple(t.definition for t in self._tools.values())
+        if output_schema is not None:
+            if RESOLVE_TOOL_NAME in self._tools:
+                raise ValueError(
+                    f"ReactAgent {id!r}: the tool name {RESOLVE_TOOL_NAME!r} is reserved for "
+                    "structured output; rename that tool"
+                )
+            definitions += (resolve_definition(output_schema),)
+        self._loop = ReactLoop(
+            provider=provider,
+            instructions=instructions,
+            tools=definitions,
+            dispatch=self._dispatch,
+            output_schema=output_schema,
+            max_rounds=max_rounds,
+            author=id,
+            label=f"ReactAgent {id!r}",
+        )
+
+    @property
+    def provider(self) -> LlmProvider:
+        """The model."""
+        return self._loop.provider
+
+    @property
+    def instructions(self) -> str:
+        """The system message."""
+        return self._loop.instructions
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The agent's tools (without `resolve`)."""
+        return tuple(self._tools.values())
+
+    @property
+    def max_rounds(self) -> int:
+        """Model calls per run, unless `RunOptions.max_rounds` says otherwise."""
+        return self._loop.max_rounds
+
+    @property
+    def schema(self) -> type[BaseModel] | None:
+        """The structured output type, if any."""
+        return self._loop.output_schema
+
+    def output_schema(self) -> dict[str, Any] | None:
+        """JSON schema of the structured value, if the agent has an output schema."""
+        definition = self._loop.tools[-1] if self._loop.output_schema is not None else None
+        return copy.deepcopy(definition.parameters) if definition is not None else None
+
+    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
+        """Run the ReAct loop on the conversation `messages`; see the class docstring."""
+        try:
+            return await self._loop.run(messages, ctx)
+        except AgentError as exc:
+            exc.with_path(ctx.path)
+            raise
+
+    async def _dispatch(self, call: ToolCallContent, ctx: RunContext) -> ToolResult:
+        return await self._tools[call.name].call(call.arguments, ctx)

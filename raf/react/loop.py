@@ -1,0 +1,274 @@
+"""The ReAct loop shared by `ReactAgent` and the role adapters.
+
+Each round: one streamed model call (every provider event forwarded at once as an
+`AgentUpdate`), the assistant message, then the tool calls it asked for, concurrently, their
+results appended in call order. The loop ends when the model answers in text (no schema) or
+submits a valid `resolve` call (with a schema), and raises `MaxRoundsExceeded` when the model
+calls run out.
+
+Example:
+    >>> import anyio
+    >>> from raf.agent import DEFAULT_OPTIONS, Session
+    >>> from raf.run import RunContext, discard
+    >>> from raf.testing.script import text
+    >>> from raf.testing.scripted_provider import ScriptedProvider
+    >>> async def no_tools(call, ctx):
+    ...     raise AssertionError("no tools here")
+    >>> loop = ReactLoop(ScriptedProvider([text("hello")]), "Greet.", (), no_tools)
+    >>> ctx = RunContext(("greeter",), Session(), DEFAULT_OPTIONS, discard)
+    >>> anyio.run(loop.run, [ChatMessage.user("hi")], ctx).text
+    'hello'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from raf.errors import MaxRoundsExceeded, ProviderError
+from raf.messages import ChatMessage, Content, TextContent, ToolCallContent, ToolResultContent
+from raf.providers.base import (
+    Completion,
+    LlmProvider,
+    ReasoningChunk,
+    TextChunk,
+    ToolCallDelta,
+    ToolCallStarted,
+    UsageReport,
+)
+from raf.react.resolve import DUPLICATE, RESOLVE_TOOL_NAME, check_resolve, correction_message
+from raf.run import RunContext
+from raf.tools.definition import ToolDefinition
+from raf.tools.tool import ToolResult
+from raf.updates import (
+    AgentResponse,
+    MessageCompleted,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgs,
+    ToolCalled,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+
+Dispatch = Callable[[ToolCallContent, RunContext], Awaitable[ToolResult]]
+"""Runs one call of a known tool; turns every failure into an error `ToolResult`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReactLoop:
+    """One configured ReAct loop; holds no run state, so one loop serves many runs at once."""
+
+    provider: LlmProvider
+    """The model."""
+    instructions: str
+    """The system message put before the conversation (none when empty)."""
+    tools: tuple[ToolDefinition, ...]
+    """Every tool the model sees, `resolve` included when there is a schema."""
+    dispatch: Dispatch
+    """Runs calls of the tools in `tools` (except `resolve`)."""
+    output_schema: type[BaseModel] | None = None
+    """The structured output the model must submit through `resolve`."""
+    max_rounds: int = 10
+    """Model calls per run, unless `RunOptions.max_rounds` says otherwise."""
+    author: str | None = None
+    """The author of the assistant and tool messages the loop adds."""
+    label: str = "the ReAct loop"
+    """Who runs the loop, for error messages."""
+    _names: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_names", frozenset(d.name for d in self.tools))
+
+    async def run(self, messages: Sequence[ChatMessage], ctx: RunContext) -> AgentResponse:
+        """Run the loop on `messages` (the conversation), streaming through `ctx.emit`.
+
+        Raises:
+            MaxRoundsExceeded: when the model calls run out before a final answer.
+            BudgetExceeded: when the run's budget of rounds or tokens is crossed.
+            ProviderError: when the model fails.
+        """
+        conversation: list[ChatMessage] = (
+            [ChatMessage.system(self.instructions), *messages]
+            if self.instructions
+            else list(messages)
+        )
+        added: list[ChatMessage] = []
+        usage = Usage()
+        schema = self.output_schema
+        rounds = ctx.options.max_rounds or self.max_rounds
+        for _ in range(rounds):
+            ctx.charge_round()
+            completion, round_usage = await self._call_model(conversation, ctx)
+            usage = usage + round_usage
+            ctx.charge_tokens(round_usage.total_tokens)
+            message = self._assistant(completion)
+            conversation.append(message)
+            added.append(message)
+            await ctx.emit(MessageCompleted(message=message, path=ctx.path))
+            if not completion.tool_calls:
+                if schema is None:
+                    return AgentResponse(messages=added, usage=usage, value=None)
+                conversation.append(correction_message())
+                continue
+            results, resolved, value = await self._run_calls(completion.tool_calls, ctx)
+            conversation.extend(results)
+            added.extend(results)
+            if resolved:
+                assert isinstance(value, BaseModel)
+                final = ChatMessage(
+                    role="assistant",
+                    contents=[TextContent(text=value.model_dump_json())],
+                    author=self.author,
+                )
+                added.append(final)
+                await ctx.emit(MessageCompleted(message=final, path=ctx.path))
+                return AgentResponse(messages=added, usage=usage, value=value)
+        goal = "submitting its output through resolve" if schema else "a final answer"
+        raise MaxRoundsExceeded(
+            f"{self.label} made {rounds} model calls without {goal}; raise max_rounds "
+            "(on the agent or in RunOptions) or give it a simpler task",
+            path=ctx.path,
+        )
+
+    async def _call_model(
+        self, conversation: list[ChatMessage], ctx: RunContext
+    ) -> tuple[Completion, Usage]:
+        path = ctx.path
+        emit = ctx.emit
+        completion: Completion | None = None
+        reported: Usage | None = None
+        started: set[str] = set()
+        async with self.provider.stream(conversation, tools=self.tools) as events:
+            async for event in events:
+                if isinstance(event, TextChunk):
+                    await emit(TextDelta(text=event.text, path=path))
+                elif isinstance(event, ToolCallDelta):
+                    await emit(ToolCallArgs(call_id=event.call_id, delta=event.delta, path=path))
+                elif isinstance(event, ReasoningChunk):
+                    await emit(ReasoningDelta(text=event.text, path=path))
+                elif isinstance(event, ToolCallStarted):
+                    started.add(event.call_id)
+                    await emit(ToolCallStart(call_id=event.call_id, name=event.name, path=path))
+                elif isinstance(event, UsageReport):
+                    item = _usage(event.input_tokens, event.output_tokens, path)
+                    reported = item if reported is None else reported + item
+                    await emit(item)
+                else:
+                    completion = event
+        if completion is None:
+            raise ProviderError(
+                f"model {self.provider.model!r} ended its stream without a completion",
+                model=self.provider.model,
+                path=path,
+            )
+        if reported is None:
+            reported = _usage(completion.input_tokens, completion.output_tokens, path)
+            if reported.total_tokens:
+                await emit(reported)
+        for call in completion.tool_calls:
+            call_id = call.call_id
+            if call_id not in started:
+                await emit(ToolCallStart(call_id=call_id, name=call.name, path=path))
+                await emit(ToolCallArgs(call_id=call_id, delta=call.arguments, path=path))
+            await emit(ToolCallEnd(call_id=call_id, path=path))
+        return completion, reported
+
+    def _assistant(self, completion: Completion) -> ChatMessage:
+        contents: list[Content] = []
+        if completion.text or not completion.tool_calls:
+            contents.append(TextContent(text=completion.text))
+        contents.extend(completion.tool_calls)
+        return ChatMessage(role="assistant", contents=contents, author=self.author)
+
+    async def _run_calls(
+        self, calls: list[ToolCallContent], ctx: RunContext
+    ) -> tuple[list[ChatMessage], bool, Any]:
+        results: list[ToolResult | None] = [None] * len(calls)
+        pending: list[int] = []
+        resolved = False
+        value: Any = None
+        schema = self.output_schema
+        for index, call in enumerate(calls):
+            if schema is not None and call.name == RESOLVE_TOOL_NAME:
+                if resolved:
+                    result = DUPLICATE
+                else:
+                    value, result = check_resolve(schema, call.arguments)
+                    resolved = value is not None
+            elif call.name not in self._names:
+                result = self._unknown(call.name)
+            else:
+                pending.append(index)
+                continue
+            results[index] = result
+            await self._report(call, result, ctx)
+        if len(pending) == 1:
+            await self._run_one(calls, pending[0], results, ctx)
+        elif pending:
+            try:
+                async with anyio.create_task_group() as tg:
+                    for index in pending:
+                        tg.start_soon(self._run_one, calls, index, results, ctx)
+            except ExceptionGroup as group:
+                # Dispatchers turn failures into results; anything else surfaces as itself.
+                if len(group.exceptions) == 1:
+                    raise group.exceptions[0] from group
+                raise
+        messages = [
+            self._tool_message(call, result)
+            for call, result in zip(calls, results, strict=True)
+            if result is not None
+        ]
+        return messages, resolved, value
+
+    async def _run_one(
+        self,
+        calls: list[ToolCallContent],
+        index: int,
+        results: list[ToolResult | None],
+        ctx: RunContext,
+    ) -> None:
+        call = calls[index]
+        result = await self.dispatch(call, ctx)
+        results[index] = result
+        await self._report(call, result, ctx)
+
+    async def _report(self, call: ToolCallContent, result: ToolResult, ctx: RunContext) -> None:
+        await ctx.emit(
+            ToolCalled(
+                call_id=call.call_id,
+                name=call.name,
+                result=result.text,
+                is_error=result.is_error,
+                path=ctx.path,
+            )
+        )
+
+    def _tool_message(self, call: ToolCallContent, result: ToolResult) -> ChatMessage:
+        content = ToolResultContent(
+            call_id=call.call_id, result=result.text, is_error=result.is_error
+        )
+        return ChatMessage(role="tool", contents=[content], author=self.author)
+
+    def _unknown(self, name: str) -> ToolResult:
+        if not self._names:
+            return ToolResult(
+                f"unknown tool {name!r}: no tools are available here; answer in text",
+                is_error=True,
+            )
+        available = ", ".join(sorted(self._names))
+        return ToolResult(
+            f"unknown tool {name!r}; the available tools are: {available}. "
+            "Call one of them by its exact name.",
+            is_error=True,
+        )
+
+
+def _usage(input_tokens: int, output_tokens: int, path: tuple[str, ...]) -> Usage:
+    return Usage(input_tokens=input_tokens, output_tokens=output_tokens, path=path)

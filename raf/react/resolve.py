@@ -1,0 +1,92 @@
+"""The `resolve` tool: how a ReAct loop with an output schema submits its structured answer.
+
+Example:
+    >>> from pydantic import BaseModel
+    >>> class Answer(BaseModel):
+    ...     city: str
+    >>> resolve_definition(Answer).parameters["required"]
+    ['city']
+    >>> check_resolve(Answer, '{"city": "Oslo"}')[0]
+    Answer(city='Oslo')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+
+from raf.messages import ChatMessage
+from raf.tools.arguments import describe_validation_error
+from raf.tools.definition import ToolDefinition
+from raf.tools.tool import ToolResult
+
+RESOLVE_TOOL_NAME = "resolve"
+"""The name of the structured-output tool."""
+
+RESOLVE_DESCRIPTION = (
+    "Submit the final structured output for this role. Call this when the task is complete."
+)
+"""The description the model sees."""
+
+ACCEPTED = ToolResult("Output accepted.")
+DUPLICATE = ToolResult(
+    "Ignored: an earlier resolve call of this turn was already accepted.", is_error=True
+)
+
+CORRECTION_TEXT = (
+    "A plain-text answer is not accepted here: submit the final output by calling the "
+    f"`{RESOLVE_TOOL_NAME}` tool with arguments matching its JSON schema. Call "
+    f"`{RESOLVE_TOOL_NAME}` now."
+)
+"""The user message sent back when the model answers in text instead of calling resolve."""
+
+
+def resolve_definition(schema: type[BaseModel]) -> ToolDefinition:
+    """The `resolve` tool for `schema`: its parameters are the schema's JSON schema."""
+    return ToolDefinition(
+        name=RESOLVE_TOOL_NAME,
+        description=RESOLVE_DESCRIPTION,
+        parameters=schema.model_json_schema(),
+    )
+
+
+def check_resolve(schema: type[BaseModel], arguments: str) -> tuple[Any, ToolResult]:
+    """Validate resolve `arguments` against `schema`: (the value, or None; the tool result)."""
+    if _has_non_finite(arguments):
+        return None, ToolResult(
+            f"invalid arguments for tool {RESOLVE_TOOL_NAME!r}: Infinity and NaN are not JSON "
+            f"numbers. Use finite numbers and call {RESOLVE_TOOL_NAME} again.",
+            is_error=True,
+        )
+    try:
+        value = schema.model_validate_json(arguments or "{}")
+    except ValidationError as exc:
+        return None, ToolResult(
+            f"invalid arguments for tool {RESOLVE_TOOL_NAME!r}: "
+            f"{describe_validation_error(exc)}. Fix them and call {RESOLVE_TOOL_NAME} again.",
+            is_error=True,
+        )
+    return value, ACCEPTED
+
+
+def _has_non_finite(arguments: str) -> bool:
+    # The output is re-sent as JSON, where these constants do not exist (they would turn
+    # into null); the substring test keeps the common case to one parse.
+    if "Infinity" not in arguments and "NaN" not in arguments:
+        return False
+    try:
+        pydantic_core.from_json(arguments, allow_inf_nan=False)
+    except ValueError:
+        try:
+            pydantic_core.from_json(arguments)
+        except ValueError:
+            return False  # malformed anyway; validation reports it
+        return True
+    return False
+
+
+def correction_message() -> ChatMessage:
+    """The user message asking the model to call resolve instead of answering in text."""
+    return ChatMessage.user(CORRECTION_TEXT)

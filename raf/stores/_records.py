@@ -1,0 +1,150 @@
+"""How every store turns checkpoints, events and content into stored values and back.
+
+Shared by the memory, SQLite and PostgreSQL stores so all three behave alike: checkpoints are
+kept as their exact pydantic JSON, versions are checked both ways, event times are UTC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pydantic_core
+
+from raf.stores.base import (
+    SUPPORTED_CHECKPOINT_VERSIONS,
+    Checkpoint,
+    CheckpointVersionError,
+    StoredEvent,
+)
+
+SCHEMA_VERSION = 1
+"""Version of the table layout; a database written by a newer layout is refused."""
+
+
+def encode_checkpoint(checkpoint: Checkpoint) -> str:
+    """The JSON text stored for `checkpoint`, after checking its version and names."""
+    check_version(checkpoint.id, checkpoint.version)
+    _check_text(
+        "checkpoint",
+        id=checkpoint.id,
+        session_id=checkpoint.session_id,
+        workflow_id=checkpoint.workflow_id,
+    )
+    return checkpoint.model_dump_json()
+
+
+def check_event(event: StoredEvent) -> None:
+    """Refuse an event whose text columns no backend could store alike."""
+    _check_text(
+        "event",
+        id=event.id,
+        kind=event.kind,
+        key=event.key,
+        hash=event.hash or "",
+        code_rev=event.code_rev or "",
+    )
+
+
+def _check_text(what: str, **fields: str) -> None:
+    # PostgreSQL text cannot hold NUL; refusing it everywhere keeps the stores interchangeable.
+    # (JSON data may hold NUL: it is stored escaped.)
+    for name, value in fields.items():
+        if "\x00" in value:
+            raise ValueError(
+                f"{what} {name} {value!r} contains a NUL character; use another {name}"
+            )
+
+
+def decode_checkpoint(checkpoint_id: str, version: int, data: str) -> Checkpoint:
+    """The checkpoint stored as `data`; refuses an unknown `version` before parsing."""
+    check_version(checkpoint_id, version)
+    return Checkpoint.model_validate_json(data)
+
+
+def check_version(checkpoint_id: str, version: int) -> None:
+    """Raise `CheckpointVersionError` unless `version` is one this raf knows."""
+    if version not in SUPPORTED_CHECKPOINT_VERSIONS:
+        raise CheckpointVersionError(checkpoint_id, version)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """`moment` in UTC; a naive datetime is taken to be UTC already."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def format_time(moment: datetime) -> str:
+    """Fixed-width ISO 8601 text in UTC, so stored times also sort as text."""
+    return as_utc(moment).isoformat(timespec="microseconds")
+
+
+def parse_time(text: str) -> datetime:
+    """The UTC datetime written by `format_time`."""
+    return as_utc(datetime.fromisoformat(text))
+
+
+def event_json(event: StoredEvent) -> str:
+    """JSON text of `event` with its time in UTC, as the memory store keeps it."""
+    check_event(event)
+    return event.model_copy(update={"occurred_at": as_utc(event.occurred_at)}).model_dump_json()
+
+
+def encode_meta(meta: dict[str, Any]) -> str:
+    """JSON text of an event's `meta` (pydantic serialization, so models and dates work)."""
+    return pydantic_core.to_json(meta).decode()
+
+
+def decode_event(
+    event_id: str,
+    occurred_at: datetime,
+    kind: str,
+    key: str,
+    digest: str | None,
+    meta: str,
+    code_rev: str | None,
+) -> StoredEvent:
+    """An event from its stored columns."""
+    return StoredEvent(
+        id=event_id,
+        occurred_at=as_utc(occurred_at),
+        kind=kind,
+        key=key,
+        hash=digest,
+        meta=json.loads(meta),
+        code_rev=code_rev,
+    )
+
+
+def content_digest(content: bytes) -> str:
+    """The sha256 hex digest content is filed under."""
+    return hashlib.sha256(content).hexdigest()
+
+
+def unknown_checkpoint(checkpoint_id: str) -> KeyError:
+    """The error for loading a checkpoint id the store does not have."""
+    return KeyError(f"no checkpoint {checkpoint_id!r} in this store")
+
+
+def unknown_content(digest: str) -> KeyError:
+    """The error for reading content the store does not have."""
+    return KeyError(f"no content with sha256 {digest!r} in this store")
+
+
+def duplicate_event(event_id: str) -> ValueError:
+    """The error for appending an event id that is already in the log."""
+    return ValueError(
+        f"event {event_id!r} is already in the log; the log is append-only, give each event a "
+        "new id (raf.stores.new_id())"
+    )
+
+
+def schema_mismatch(found: str, where: str) -> RuntimeError:
+    """The error for a database whose table layout this raf does not know."""
+    return RuntimeError(
+        f"{where} has store schema version {found}, but this raf uses version "
+        f"{SCHEMA_VERSION}; open it with the raf release that wrote it"
+    )

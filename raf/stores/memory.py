@@ -1,0 +1,143 @@
+"""`MemoryCheckpointStore`: checkpoints, event log and content store in one process's memory.
+
+Everything is kept as JSON text (and bytes), exactly as the SQLite and PostgreSQL stores keep it,
+so a test on the memory store sees the same round trips, version checks and errors.
+
+Example:
+    >>> import anyio
+    >>> from datetime import UTC, datetime
+    >>> async def main() -> list[str]:
+    ...     store = MemoryCheckpointStore()
+    ...     await store.save(Checkpoint(id="c1", session_id="s", workflow_id="w",
+    ...                                 superstep=0, created_at=datetime.now(UTC)))
+    ...     return await store.list("s")
+    >>> anyio.run(main)
+    ['c1']
+"""
+
+from __future__ import annotations
+
+import bisect
+from types import TracebackType
+from typing import NamedTuple, Self
+
+import anyio.lowlevel
+
+from raf.stores import _records
+from raf.stores.base import Checkpoint, StoredEvent
+
+__all__ = ["MemoryCheckpointStore"]
+
+
+class _SavedCheckpoint(NamedTuple):
+    session_id: str
+    version: int
+    data: str
+
+
+class _LoggedEvent(NamedTuple):
+    id: str
+    key: str
+    data: str
+
+
+class MemoryCheckpointStore:
+    """A `CheckpointStore` and `EventLog` that lives as long as the object; for tests and demos.
+
+    Checkpoints and events come back as new objects parsed from stored JSON, so changing one
+    after saving it never changes what the store holds. Ids order `list`, `latest` and `events`
+    (ids from `raf.stores.new_id()` sort by creation time).
+
+    Example:
+        >>> from raf.session import Session
+        >>> session = Session(id="chat-1", store=MemoryCheckpointStore())
+    """
+
+    def __init__(self) -> None:
+        self._checkpoints: dict[str, _SavedCheckpoint] = {}
+        self._events: list[_LoggedEvent] = []
+        self._event_ids: set[str] = set()
+        self._objects: dict[str, bytes] = {}
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Nothing to release; here so every store closes the same way."""
+        await _yield_point()
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        """Store `checkpoint` (replacing one with the same id); refuses an unknown version."""
+        data = _records.encode_checkpoint(checkpoint)
+        await _yield_point()
+        self._checkpoints[checkpoint.id] = _SavedCheckpoint(
+            checkpoint.session_id, checkpoint.version, data
+        )
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        """The checkpoint `checkpoint_id`; `KeyError` naming it when unknown."""
+        await _yield_point()
+        saved = self._checkpoints.get(checkpoint_id)
+        if saved is None:
+            raise _records.unknown_checkpoint(checkpoint_id)
+        return _records.decode_checkpoint(checkpoint_id, saved.version, saved.data)
+
+    async def latest(self, session_id: str) -> str | None:
+        """The greatest (newest) checkpoint id of `session_id`, or None."""
+        ids = await self.list(session_id)
+        return ids[-1] if ids else None
+
+    async def list(self, session_id: str) -> list[str]:
+        """Checkpoint ids of `session_id`, oldest first."""
+        await _yield_point()
+        return sorted(
+            checkpoint_id
+            for checkpoint_id, saved in self._checkpoints.items()
+            if saved.session_id == session_id
+        )
+
+    async def append(self, event: StoredEvent) -> None:
+        """Append `event`; `ValueError` when its id is already in the log."""
+        await _yield_point()
+        if event.id in self._event_ids:
+            raise _records.duplicate_event(event.id)
+        logged = _LoggedEvent(event.id, event.key, _records.event_json(event))
+        bisect.insort(self._events, logged, key=lambda entry: entry.id)
+        self._event_ids.add(event.id)
+
+    async def events(self, key: str | None = None) -> list[StoredEvent]:
+        """Events (of `key`, when given), in id order (oldest first)."""
+        await _yield_point()
+        return [
+            StoredEvent.model_validate_json(logged.data)
+            for logged in self._events
+            if key is None or logged.key == key
+        ]
+
+    async def put(self, content: bytes) -> str:
+        """Store `content` once under its sha256 hex digest, and return the digest."""
+        await _yield_point()
+        digest = _records.content_digest(content)
+        self._objects.setdefault(digest, bytes(content))
+        return digest
+
+    async def get(self, digest: str) -> bytes:
+        """The content stored under `digest`; `KeyError` naming it when unknown."""
+        await _yield_point()
+        try:
+            return self._objects[digest]
+        except KeyError:
+            raise _records.unknown_content(digest) from None
+
+
+async def _yield_point() -> None:
+    """Let other tasks run and cancellation arrive, as an I/O-backed store would."""
+    await anyio.lowlevel.checkpoint()

@@ -1,0 +1,223 @@
+"""`PostgresCheckpointStore`: checkpoints, event log and content store shared by several workers.
+
+Uses the synchronous psycopg 3 driver in worker threads (so it runs on asyncio and trio) with a
+small pool of connections. Tables are created on first use, in `schema` when one is given.
+JSON goes into `json` columns, which keep the text exactly as written (key order, and `\\u0000`
+in strings, which `jsonb` refuses), so a checkpoint loads back exactly as it was saved.
+
+Example:
+    >>> store = PostgresCheckpointStore("postgresql://postgres@127.0.0.1:5432/raf")
+    >>> # async with store: await store.save(checkpoint)
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+import anyio
+
+from raf.stores import _records
+from raf.stores.base import Checkpoint, StoredEvent
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from psycopg import sql
+
+    from raf.stores._pg_pool import Connection, ConnectionPool
+    from raf.stores._pg_sql import Queries
+
+__all__ = ["PostgresCheckpointStore"]
+
+T = TypeVar("T")
+
+
+class PostgresCheckpointStore:
+    """A `CheckpointStore` and `EventLog` in PostgreSQL, for several workers sharing runs.
+
+    Every write is one transaction; any worker's store object sees what the others saved.
+    Ids order `list`, `latest` and `events` (compared byte-wise, as in the other stores; ids
+    from `raf.stores.new_id()` sort by creation time).
+
+    Args:
+        dsn: a libpq connection string, say `"postgresql://user@host:5432/db"`.
+        schema: put the tables in this schema (created when missing) instead of the
+            connection's search path; isolates tests or tenants.
+        max_connections: how many connections (and concurrent operations) at most.
+
+    Raises:
+        ImportError: psycopg 3 is not installed (`pip install 'raf[postgres]'`).
+
+    Example:
+        >>> store = PostgresCheckpointStore("postgresql://localhost/raf", schema="runs")
+        >>> # async with store: ids = await store.list("chat-1")
+    """
+
+    def __init__(self, dsn: str, *, schema: str | None = None, max_connections: int = 4) -> None:
+        try:
+            from raf.stores._pg_pool import ConnectionPool
+            from raf.stores._pg_sql import Queries
+        except ImportError as error:
+            raise ImportError(
+                "PostgresCheckpointStore needs psycopg 3: pip install 'raf[postgres]' "
+                "(or 'psycopg[binary]>=3.2')"
+            ) from error
+        self.schema = schema
+        self._pool: ConnectionPool = ConnectionPool(dsn, max_size=max_connections)
+        self._queries: Queries = Queries(schema)
+        self._ready = False
+        self._ready_lock = anyio.Lock()
+
+    def __repr__(self) -> str:
+        return f"PostgresCheckpointStore(schema={self.schema!r})"
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self._run(lambda _connection: None)
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connections; idempotent. Using the store afterwards raises `ClosedResourceError`."""
+        await self._pool.aclose()
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        """Store `checkpoint` in one transaction (replacing one with the same id).
+
+        Raises:
+            CheckpointVersionError: its `version` is not one this raf knows.
+        """
+        row = (
+            checkpoint.id,
+            checkpoint.session_id,
+            checkpoint.workflow_id,
+            checkpoint.superstep,
+            _records.as_utc(checkpoint.created_at),
+            checkpoint.version,
+            _records.encode_checkpoint(checkpoint),
+        )
+        await self._run(lambda connection: connection.execute(self._queries.save, row))
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        """The checkpoint `checkpoint_id`.
+
+        Raises:
+            KeyError: no checkpoint has that id (the message names it).
+            CheckpointVersionError: it was written in a format version this raf does not know.
+        """
+        # PostgreSQL text cannot hold NUL, so no stored id has one.
+        row = (
+            None
+            if _has_nul(checkpoint_id)
+            else await self._fetch_one(self._queries.load, (checkpoint_id,))
+        )
+        if row is None:
+            raise _records.unknown_checkpoint(checkpoint_id)
+        version, data = row
+        return _records.decode_checkpoint(checkpoint_id, version, data)
+
+    async def latest(self, session_id: str) -> str | None:
+        """The greatest (newest) checkpoint id of `session_id`, or None."""
+        if _has_nul(session_id):
+            return None
+        row = await self._fetch_one(self._queries.latest, (session_id,))
+        return None if row is None else row[0]
+
+    async def list(self, session_id: str) -> list[str]:
+        """Checkpoint ids of `session_id`, oldest first."""
+        if _has_nul(session_id):
+            return []
+        rows = await self._fetch_all(self._queries.list, (session_id,))
+        return [checkpoint_id for (checkpoint_id,) in rows]
+
+    async def append(self, event: StoredEvent) -> None:
+        """Append `event`; `ValueError` when its id is already in the log."""
+        _records.check_event(event)
+        row = (
+            event.id,
+            _records.as_utc(event.occurred_at),
+            event.kind,
+            event.key,
+            event.hash,
+            _records.encode_meta(event.meta),
+            event.code_rev,
+        )
+        inserted = await self._run(
+            lambda connection: connection.execute(self._queries.append, row).rowcount
+        )
+        if inserted == 0:
+            raise _records.duplicate_event(event.id)
+
+    async def events(self, key: str | None = None) -> list[StoredEvent]:
+        """Events (of `key`, when given), in id order (oldest first)."""
+        if key is None:
+            rows = await self._fetch_all(self._queries.all_events, ())
+        elif _has_nul(key):
+            rows = []
+        else:
+            rows = await self._fetch_all(self._queries.events_of_key, (key,))
+        return [_records.decode_event(*row) for row in rows]
+
+    async def put(self, content: bytes) -> str:
+        """Store `content` once under its sha256 hex digest, and return the digest."""
+        digest = _records.content_digest(content)
+        row = (digest, bytes(content))
+        await self._run(lambda connection: connection.execute(self._queries.put, row))
+        return digest
+
+    async def get(self, digest: str) -> bytes:
+        """The content stored under `digest`; `KeyError` naming it when unknown."""
+        row = None if _has_nul(digest) else await self._fetch_one(self._queries.get, (digest,))
+        if row is None:
+            raise _records.unknown_content(digest)
+        return bytes(row[0])
+
+    async def _fetch_one(
+        self, query: sql.Composed, parameters: tuple[str, ...]
+    ) -> tuple[Any, ...] | None:
+        return await self._run(lambda connection: connection.execute(query, parameters).fetchone())
+
+    async def _fetch_all(
+        self, query: sql.Composed, parameters: tuple[str, ...]
+    ) -> list[tuple[Any, ...]]:
+        return await self._run(lambda connection: connection.execute(query, parameters).fetchall())
+
+    async def _run(self, operation: Callable[[Connection], T]) -> T:
+        """Run `operation` on a pooled connection, creating the tables first when needed."""
+        if not self._ready:
+            async with self._ready_lock:
+                if not self._ready:
+                    await self._pool.run(self._create_schema)
+                    self._ready = True
+        return await self._pool.run(operation)
+
+    def _create_schema(self, connection: Connection) -> None:
+        with connection.transaction():
+            # Workers starting together must not race on CREATE ... IF NOT EXISTS.
+            connection.execute(self._queries.schema_lock)
+            for statement in self._queries.create:
+                connection.execute(statement)
+            row = connection.execute(self._queries.schema_version).fetchone()
+            if row is None:
+                connection.execute(
+                    self._queries.set_schema_version, (str(_records.SCHEMA_VERSION),)
+                )
+            elif row[0] != str(_records.SCHEMA_VERSION):
+                where = f"PostgreSQL schema {self.schema or '(search path)'!r}"
+                raise _records.schema_mismatch(row[0], where)
+
+
+def _has_nul(text: str) -> bool:
+    """Whether `text` holds NUL, which PostgreSQL text cannot; no stored name does."""
+    return "\x00" in text

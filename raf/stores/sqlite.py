@@ -1,0 +1,279 @@
+"""`SqliteCheckpointStore`: the embedded default store, one SQLite file in WAL mode.
+
+One connection, used from worker threads (`anyio.to_thread`, so it runs on asyncio and trio)
+one operation at a time under an `anyio.Lock`. Every write is a single transaction, so a process
+killed at any moment leaves the file consistent with every save that returned.
+
+Example:
+    >>> import anyio, tempfile, os
+    >>> from datetime import UTC, datetime
+    >>> async def main(path: str) -> str | None:
+    ...     async with SqliteCheckpointStore(path) as store:
+    ...         await store.save(Checkpoint(id="c1", session_id="s", workflow_id="w",
+    ...                                     superstep=0, created_at=datetime.now(UTC)))
+    ...     async with SqliteCheckpointStore(path) as reopened:
+    ...         return await reopened.latest("s")
+    >>> anyio.run(main, os.path.join(tempfile.mkdtemp(), "runs.db"))
+    'c1'
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import anyio
+from anyio import to_thread
+
+from raf.stores import _records
+from raf.stores.base import Checkpoint, StoredEvent
+
+__all__ = ["SqliteCheckpointStore"]
+
+T = TypeVar("T")
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # `data` is the JSON of the whole checkpoint; the other columns are for finding it.
+    """CREATE TABLE IF NOT EXISTS checkpoints (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        workflow_id TEXT NOT NULL,
+        superstep INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        data TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS checkpoints_session ON checkpoints (session_id, id)",
+    # `id` is ULID-like (sorts by time); `meta` is a JSON object.
+    """CREATE TABLE IF NOT EXISTS events (
+        id TEXT PRIMARY KEY,
+        occurred_at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        hash TEXT,
+        meta TEXT NOT NULL,
+        code_rev TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS events_key ON events (key, id)",
+    "CREATE TABLE IF NOT EXISTS objects (hash TEXT PRIMARY KEY, content BLOB NOT NULL)",
+)
+
+_SAVE = (
+    "INSERT OR REPLACE INTO checkpoints"
+    " (id, session_id, workflow_id, superstep, created_at, version, data)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_EVENT_COLUMNS = "id, occurred_at, kind, key, hash, meta, code_rev"
+
+_BUSY_TIMEOUT_SECONDS = 30.0
+
+
+class SqliteCheckpointStore:
+    """A `CheckpointStore` and `EventLog` in one SQLite file (WAL), safe against a killed process.
+
+    The file is opened on first use (or on `async with`) and created with its tables when
+    missing; a new store object on the same file sees everything saved before. Ids order
+    `list`, `latest` and `events` (ids from `raf.stores.new_id()` sort by creation time).
+
+    Args:
+        path: the database file; `":memory:"` keeps it in memory for this object only.
+
+    Example:
+        >>> store = SqliteCheckpointStore("runs.db")
+        >>> # async with store: checkpoint_id = await store.latest("chat-1")
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path: str = os.fspath(path)
+        self._lock = anyio.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SqliteCheckpointStore({self.path!r})"
+
+    async def __aenter__(self) -> Self:
+        await self._run(lambda _connection: None)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the file; idempotent. Using the store afterwards raises `ClosedResourceError`."""
+        with anyio.CancelScope(shield=True):
+            async with self._lock:
+                self._closed = True
+                connection, self._connection = self._connection, None
+                if connection is not None:
+                    await to_thread.run_sync(connection.close)
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        """Store `checkpoint` in one transaction (replacing one with the same id).
+
+        Raises:
+            CheckpointVersionError: its `version` is not one this raf knows.
+        """
+        row = (
+            checkpoint.id,
+            checkpoint.session_id,
+            checkpoint.workflow_id,
+            checkpoint.superstep,
+            _records.format_time(checkpoint.created_at),
+            checkpoint.version,
+            _records.encode_checkpoint(checkpoint),
+        )
+        await self._run(lambda connection: connection.execute(_SAVE, row))
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        """The checkpoint `checkpoint_id`.
+
+        Raises:
+            KeyError: no checkpoint has that id (the message names it).
+            CheckpointVersionError: it was written in a format version this raf does not know.
+        """
+        row: tuple[int, str] | None = await self._fetch_one(
+            "SELECT version, data FROM checkpoints WHERE id = ?", (checkpoint_id,)
+        )
+        if row is None:
+            raise _records.unknown_checkpoint(checkpoint_id)
+        return _records.decode_checkpoint(checkpoint_id, *row)
+
+    async def latest(self, session_id: str) -> str | None:
+        """The greatest (newest) checkpoint id of `session_id`, or None."""
+        row: tuple[str] | None = await self._fetch_one(
+            "SELECT id FROM checkpoints WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+            (session_id,),
+        )
+        return None if row is None else row[0]
+
+    async def list(self, session_id: str) -> list[str]:
+        """Checkpoint ids of `session_id`, oldest first."""
+        rows: list[tuple[str]] = await self._fetch_all(
+            "SELECT id FROM checkpoints WHERE session_id = ? ORDER BY id", (session_id,)
+        )
+        return [checkpoint_id for (checkpoint_id,) in rows]
+
+    async def append(self, event: StoredEvent) -> None:
+        """Append `event`; `ValueError` when its id is already in the log."""
+        _records.check_event(event)
+        row = (
+            event.id,
+            _records.format_time(event.occurred_at),
+            event.kind,
+            event.key,
+            event.hash,
+            _records.encode_meta(event.meta),
+            event.code_rev,
+        )
+        query = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        try:
+            await self._run(lambda connection: connection.execute(query, row))
+        except sqlite3.IntegrityError:
+            raise _records.duplicate_event(event.id) from None
+
+    async def events(self, key: str | None = None) -> list[StoredEvent]:
+        """Events (of `key`, when given), in id order (oldest first)."""
+        if key is None:
+            rows = await self._fetch_all(f"SELECT {_EVENT_COLUMNS} FROM events ORDER BY id", ())
+        else:
+            rows = await self._fetch_all(
+                f"SELECT {_EVENT_COLUMNS} FROM events WHERE key = ? ORDER BY id", (key,)
+            )
+        return [_event_from_row(row) for row in rows]
+
+    async def put(self, content: bytes) -> str:
+        """Store `content` once under its sha256 hex digest, and return the digest."""
+        digest = _records.content_digest(content)
+        await self._run(
+            lambda connection: connection.execute(
+                "INSERT OR IGNORE INTO objects (hash, content) VALUES (?, ?)",
+                (digest, bytes(content)),
+            )
+        )
+        return digest
+
+    async def get(self, digest: str) -> bytes:
+        """The content stored under `digest`; `KeyError` naming it when unknown."""
+        row: tuple[bytes] | None = await self._fetch_one(
+            "SELECT content FROM objects WHERE hash = ?", (digest,)
+        )
+        if row is None:
+            raise _records.unknown_content(digest)
+        return row[0]
+
+    async def _fetch_one(self, query: str, parameters: tuple[str, ...]) -> Any:
+        """The first row of `query` or None (sqlite3 rows are untyped; callers annotate them)."""
+        return await self._run(lambda connection: connection.execute(query, parameters).fetchone())
+
+    async def _fetch_all(self, query: str, parameters: tuple[str, ...]) -> list[Any]:
+        """All rows of `query`."""
+        return await self._run(lambda connection: connection.execute(query, parameters).fetchall())
+
+    async def _run(self, operation: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `operation` on the connection in a worker thread, one operation at a time."""
+        async with self._lock:
+            if self._closed:
+                raise anyio.ClosedResourceError(f"{self!r} is closed")
+            if self._connection is None:
+                # Not abandoned on cancellation: the thread finishes and the result is kept.
+                self._connection = await to_thread.run_sync(_open, self.path)
+            return await to_thread.run_sync(operation, self._connection)
+
+
+def _open(path: str) -> sqlite3.Connection:
+    """Open (creating when needed) the database at `path` and check its layout version."""
+    connection = sqlite3.connect(
+        path,
+        timeout=_BUSY_TIMEOUT_SECONDS,
+        isolation_level=None,  # autocommit: each statement is its own transaction
+        check_same_thread=False,  # worker threads take turns under the store's lock
+    )
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute("BEGIN IMMEDIATE")
+        for statement in _SCHEMA:
+            connection.execute(statement)
+        _check_schema_version(connection, path)
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def _check_schema_version(connection: sqlite3.Connection, path: str) -> None:
+    """Record the layout version in a new file; refuse a file of another version."""
+    row: tuple[str] | None = connection.execute(
+        "SELECT value FROM meta WHERE key = 'schema_version'"
+    ).fetchone()
+    if row is None:
+        connection.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+            (str(_records.SCHEMA_VERSION),),
+        )
+    elif row[0] != str(_records.SCHEMA_VERSION):
+        raise _records.schema_mismatch(row[0], f"SQLite file {path!r}")
+
+
+def _event_from_row(row: tuple[object, ...]) -> StoredEvent:
+    event_id, occurred_at, kind, key, digest, meta, code_rev = row
+    return _records.decode_event(
+        str(event_id),
+        _records.parse_time(str(occurred_at)),
+        str(kind),
+        str(key),
+        None if digest is None else str(digest),
+        str(meta),
+        None if code_rev is None else str(code_rev),
+    )

@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from raf.agent import DEFAULT_OPTIONS
+from raf.errors import ToolError
+from raf.run import RunContext, discard
+from raf.session import Session
+from raf.tools import DEFAULT_MAX_OUTPUT_CHARS, Tool, ToolDefinition, ToolResult, tool
+
+pytestmark = pytest.mark.anyio
+
+
+@tool
+def add(a: int, b: int = 1) -> int:
+    """Add two numbers.
+
+    Args:
+        a: the first number.
+        b: the second number.
+    """
+    return a + b
+
+
+class Weather(BaseModel):
+    city: str
+    degrees: float
+
+
+async def test_bare_decorator_reads_name_description_and_parameters() -> None:
+    assert isinstance(add, Tool)
+    assert add.name == "add"
+    assert add.description == "Add two numbers."
+    assert add.definition == ToolDefinition(
+        name="add",
+        description="Add two numbers.",
+        parameters={
+            "additionalProperties": False,
+            "properties": {
+                "a": {"description": "the first number.", "type": "integer"},
+                "b": {"default": 1, "description": "the second number.", "type": "integer"},
+            },
+            "required": ["a"],
+            "type": "object",
+        },
+    )
+    assert add.max_output_chars == DEFAULT_MAX_OUTPUT_CHARS
+    assert await add.call('{"a": 2, "b": 3}') == ToolResult("5")
+
+
+async def test_decorator_with_options_overrides_name_and_description() -> None:
+    @tool(name="weather_now", description="Current weather.")
+    async def weather(city: str) -> Weather:
+        """Ignored summary."""
+        return Weather(city=city, degrees=21.5)
+
+    assert (weather.name, weather.description) == ("weather_now", "Current weather.")
+    assert weather.definition.to_openai()["function"]["name"] == "weather_now"
+    result = await weather.call('{"city": "Oslo"}')
+    assert result == ToolResult('{"city":"Oslo","degrees":21.5}')
+
+
+def test_unusable_names_are_refused_at_definition() -> None:
+    with pytest.raises(ToolError, match="not usable"):
+        tool(lambda x: x)
+    with pytest.raises(ToolError, match="not usable"):
+        tool(name="has space")(add.fn)
+
+
+async def test_sync_tools_run_in_a_worker_thread_and_async_tools_on_the_loop() -> None:
+    seen: dict[str, int] = {}
+
+    @tool
+    def sync_probe() -> str:
+        seen["sync"] = threading.get_ident()
+        return "s"
+
+    @tool
+    async def async_probe() -> str:
+        seen["async"] = threading.get_ident()
+        return "a"
+
+    assert await sync_probe.call("") == ToolResult("s")
+    assert await async_probe.call("{}") == ToolResult("a")
+    assert seen["async"] == threading.get_ident()
+    assert seen["sync"] != threading.get_ident()
+
+
+async def test_invalid_arguments_never_reach_the_function() -> None:
+    calls: list[Any] = []
+
+    @tool
+    def book(city: str, nights: int) -> str:
+        calls.append((city, nights))
+        return "booked"
+
+    result = await book.call('{"city": "Oslo", "nights": "many"}')
+    assert result.is_error
+    assert "invalid arguments for tool 'book'" in result.text
+    assert "nights: Input should be a valid integer" in result.text
+    missing = await book.call('{"nights": 2}')
+    assert missing.is_error and "city: Field required" in missing.text
+    malformed = await book.call('{"city": ')
+    assert malformed.is_error and "Invalid JSON" in malformed.text
+    not_object = await book.call("[1, 2]")
+    assert not_object.is_error and "object" in not_object.text
+    assert calls == []
+
+
+async def test_a_raising_tool_becomes_an_error_result() -> None:
+    @tool
+    async def explode(reason: str) -> str:
+        raise RuntimeError(f"boom: {reason}")
+
+    result = await explode.call('{"reason": "test"}')
+    assert result == ToolResult("tool 'explode' raised RuntimeError: boom: test", is_error=True)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("plain text", "plain text"),
+        ({"a": [1, 2]}, '{"a":[1,2]}'),
+        ([Weather(city="Rome", degrees=30)], '[{"city":"Rome","degrees":30.0}]'),
+        (Weather(city="Rome", degrees=30), '{"city":"Rome","degrees":30.0}'),
+        (42, "42"),
+        (None, "None"),
+    ],
+)
+async def test_results_are_rendered_as_text(value: Any, expected: str) -> None:
+    @tool
+    def produce() -> Any:
+        return value
+
+    assert await produce.call("{}") == ToolResult(expected)
+
+
+async def test_oversize_output_is_truncated_with_a_note() -> None:
+    @tool(max_output_chars=10)
+    def long() -> str:
+        return "x" * 25
+
+    result = await long.call("{}")
+    assert not result.is_error
+    assert result.text.startswith("x" * 10 + "\n")
+    assert "x" * 11 not in result.text
+    assert "truncated: showing 10 of 25 characters" in result.text
+
+
+async def test_a_run_context_parameter_receives_the_context() -> None:
+    @tool
+    def whoami(ctx: RunContext, loud: bool = False) -> str:
+        """Say where the tool runs."""
+        where = "/".join(ctx.path)
+        return where.upper() if loud else where
+
+    assert "ctx" not in whoami.definition.parameters["properties"]
+    ctx = RunContext(("team", "writer"), Session(), DEFAULT_OPTIONS, discard)
+    assert await whoami.call('{"loud": true}', ctx) == ToolResult("TEAM/WRITER")
+    without = await whoami.call("{}")
+    assert without.is_error and "run context" in without.text
+
+
+async def test_cancellation_of_a_running_tool_propagates() -> None:
+    started = anyio.Event()
+    cleaned = anyio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cleaned.set()
+        return "never"
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait_forever.call, "{}")
+            await started.wait()
+            tg.cancel_scope.cancel()
+    assert cleaned.is_set()
