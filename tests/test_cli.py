@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from raf.cli import as_agent, load_target, main
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("OPENAI_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("COLUMNS", "120")
+
+
+def test_demo_streams_the_nested_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    for agent_id in ("trip", "itinerary", "researcher", "planner", "logistics", "packer"):
+        assert agent_id in out
+    assert "find_sights ✓" in out and "forecast ✓" in out
+    assert "tokens in the whole tree" in out
+
+
+def test_tree_json_is_the_agent_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tree", "examples.registry:build_newsroom", "--json"]) == 0
+    tree = json.loads(capsys.readouterr().out)
+    assert tree["id"] == "newsroom" and tree["kind"] == "concurrent"
+    assert [c["id"] for c in tree["children"]] == ["writing", "check"]
+
+
+def test_tree_is_drawn(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tree", "examples.registry:build_newsroom"]) == 0
+    out = capsys.readouterr().out
+    assert "newsroom (concurrent)" in out and "polish (function)" in out
+
+
+@pytest.mark.parametrize(("fmt", "marker"), [("mermaid", "flowchart"), ("dot", "digraph")])
+def test_graph_renders_a_workflow(
+    fmt: str, marker: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["graph", "examples.registry:build_newsroom", "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    assert marker in out and "dispatcher" in out and "aggregator" in out
+
+
+def test_run_streams_a_target(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "examples.registry:build_newsroom", "hello"]) == 0
+    out = capsys.readouterr().out
+    assert "polished" in out and "checked" in out
+
+
+def test_bad_targets_say_what_is_wrong() -> None:
+    with pytest.raises(SystemExit, match="expected MODULE:ATTR"):
+        load_target("examples.registry")
+    with pytest.raises(SystemExit, match="has no attribute 'nope'"):
+        load_target("examples.registry:nope")
+    with pytest.raises(SystemExit, match="neither an IAgent nor a Workflow"):
+        as_agent(42)
