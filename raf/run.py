@@ -146,7 +146,7 @@ class AgentRun:
     async def _drive(self, send: MemoryObjectSendStream[AgentUpdate]) -> None:
         async with send:
             try:
-                self.response = await self._body(send.send)
+                self.response = await self._body(_buffered_emit(send))
             except Exception as exc:
                 self._error = exc
 
@@ -166,6 +166,23 @@ class AgentRun:
         return self.response
 
 
+def _buffered_emit(send: MemoryObjectSendStream[AgentUpdate]) -> Emit:
+    """An `Emit` that only waits (and yields to the scheduler) when the buffer is full.
+
+    Every item still goes through the one bounded stream, so a slow consumer back-pressures
+    the run; a fast run just does not pay a task switch per item.
+    """
+    send_nowait = send.send_nowait
+
+    async def emit(update: AgentUpdate) -> None:
+        try:
+            send_nowait(update)
+        except anyio.WouldBlock:
+            await send.send(update)
+
+    return emit
+
+
 class _UpdateStream:
     """The async iterator of a run's updates; raises the run's error at the end."""
 
@@ -180,7 +197,13 @@ class _UpdateStream:
 
     async def __anext__(self) -> AgentUpdate:
         try:
-            return await self._receive.receive()
+            # Take what is buffered without a scheduling point; wait only when it is empty.
+            return self._receive.receive_nowait()
+        except anyio.WouldBlock:
+            try:
+                return await self._receive.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                pass
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             pass
         error = self._run._error  # pyright: ignore[reportPrivateUsage]

@@ -7,6 +7,7 @@ checkpoint; `as_agent()` makes it an `IAgent`.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Mapping
@@ -22,12 +23,12 @@ from raf.engine.runner import EventSink, Runner
 from raf.engine.state import RunState, RunStatus
 from raf.engine.stream import WorkflowStream
 from raf.session import Session
-from raf.stores.base import CheckpointStore
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from raf.engine.facade import WorkflowAgent
+    from raf.stores.base import CheckpointStore
 
 __all__ = ["Workflow", "WorkflowResult"]
 
@@ -148,9 +149,20 @@ class Workflow:
         return self._kind
 
     def with_kind(self, kind: str) -> Workflow:
-        """Set the pattern name its agent reports as `metadata.kind`; builders call it once."""
-        self._kind = kind
-        return self
+        """This workflow, reporting `kind` as its pattern (its agent's `metadata.kind`).
+
+        Returns a copy: a workflow never changes once built.
+
+        Example:
+            >>> from raf.engine import FunctionExecutor, WorkflowBuilder
+            >>> async def noop(message, ctx): ...
+            >>> graph = WorkflowBuilder("w").add_executor(FunctionExecutor("a", noop)).set_start("a").build()
+            >>> (graph.with_kind("sequential").kind, graph.kind)
+            ('sequential', 'graph')
+        """
+        clone = copy.copy(self)
+        clone._kind = kind
+        return clone
 
     @property
     def start_id(self) -> str:
@@ -218,9 +230,7 @@ class Workflow:
         """
         from raf.engine.facade import WorkflowAgent
 
-        return WorkflowAgent(
-            self, id, name=name, description=description, kind=kind or self._kind
-        )
+        return WorkflowAgent(self, id, name=name, description=description, kind=kind or self._kind)
 
     def run_stream(self, input: Any, session: Session | None = None) -> WorkflowStream:
         """Start a run on `input` and stream its events: `async with ... as events`.

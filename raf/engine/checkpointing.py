@@ -1,0 +1,205 @@
+"""Checkpoints: a run's state as versioned JSON, saved after each superstep and read back.
+
+`Checkpoint.data` holds `{"version": 1, "workflow", "graph", "scope", "superstep", "next",
+"pending", "suspended", "fan_in", "requests", "answers", "outputs", "session"}`: every value
+tagged by `raf.engine.codec`, the session state (node states, nested workflows' kept state)
+as its JSON snapshot. A waiting `WorkflowAgent` keeps the same data, minus outputs and session,
+in the session itself.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast
+
+import pydantic_core
+
+from raf.engine.codec import CheckpointValueError, decode, encode
+from raf.engine.state import PendingRequest, RunState, Suspension
+from raf.session import Session
+
+if TYPE_CHECKING:
+    from raf.stores.base import Checkpoint, CheckpointStore
+
+__all__ = [
+    "DATA_VERSION",
+    "decode_state",
+    "encode_state",
+    "read_checkpoint",
+    "save_checkpoint",
+    "session_snapshot",
+]
+
+DATA_VERSION = 1
+"""Version of the engine's `Checkpoint.data` layout."""
+
+
+def encode_state(state: RunState, *, outputs: bool = True) -> dict[str, Any]:
+    """`state` as JSON (outputs left out unless `outputs`).
+
+    Raises:
+        CheckpointValueError: naming the node whose message, request, answer or output is not
+            serializable.
+    """
+    node_of = {request.request_id: request.node_id for request in state.requests}
+    return {
+        "next": state.superstep,
+        "pending": [
+            [node, [encode(m, f"a message pending for node {node!r}", node) for m in messages]]
+            for node, messages in state.pending.items()
+        ],
+        "suspended": [
+            [
+                node,
+                {
+                    "superstep": s.superstep,
+                    "ordinal": s.ordinal,
+                    "messages": [
+                        encode(m, f"the input of node {node!r}", node) for m in s.messages
+                    ],
+                },
+            ]
+            for node, s in state.suspended.items()
+        ],
+        "fan_in": [
+            [
+                index,
+                [
+                    [
+                        src,
+                        [
+                            encode(m, f"a message node {src!r} sent to a fan-in", src)
+                            for m in messages
+                        ],
+                    ]
+                    for src, messages in buffers.items()
+                ],
+            ]
+            for index, buffers in state.fan_in.items()
+        ],
+        "requests": [
+            {
+                "request_id": r.request_id,
+                "node_id": r.node_id,
+                "payload": encode(r.payload, f"the payload of request {r.request_id!r}", r.node_id),
+                "forwarded": r.forwarded,
+            }
+            for r in state.requests
+        ],
+        "answers": [
+            [rid, encode(value, f"the answer to request {rid!r}", node_of.get(rid))]
+            for rid, value in state.answers.items()
+        ],
+        "outputs": [
+            [node, encode(value, f"an output of node {node!r}", node)]
+            for node, value in state.outputs
+        ]
+        if outputs
+        else [],
+    }
+
+
+def decode_state(data: dict[str, Any]) -> RunState:
+    """The `RunState` that `encode_state` turned into `data`."""
+    return RunState(
+        superstep=int(data["next"]),
+        pending={node: [decode(m) for m in messages] for node, messages in data["pending"]},
+        suspended={
+            node: Suspension(s["superstep"], s["ordinal"], [decode(m) for m in s["messages"]])
+            for node, s in data["suspended"]
+        },
+        fan_in={
+            int(index): {src: [decode(m) for m in messages] for src, messages in buffers}
+            for index, buffers in data["fan_in"]
+        },
+        requests=[
+            PendingRequest(
+                r["request_id"], r["node_id"], decode(r["payload"]), bool(r["forwarded"])
+            )
+            for r in data["requests"]
+        ],
+        answers={rid: decode(value) for rid, value in data["answers"]},
+        outputs=[(node, decode(value)) for node, value in data["outputs"]],
+    )
+
+
+def session_snapshot(session: Session) -> dict[str, Any]:
+    """The session state as JSON, independent of the live session.
+
+    Raises:
+        CheckpointValueError: naming the session key (and so the node) that is not serializable.
+    """
+    snapshot: dict[str, Any] = {}
+    for key in session.keys(""):
+        try:
+            snapshot[key] = pydantic_core.to_jsonable_python(session.get(key))
+        except (pydantic_core.PydanticSerializationError, TypeError, ValueError) as exc:
+            raise CheckpointValueError(
+                f"cannot checkpoint session key {key!r} (a node's state or an agent's history): {exc}"
+            ) from exc
+    return snapshot
+
+
+async def save_checkpoint(
+    store: CheckpointStore,
+    session: Session,
+    *,
+    workflow_id: str,
+    fingerprint: str,
+    scope: tuple[str, ...],
+    superstep: int,
+    state: RunState,
+) -> str:
+    """Save the state after `superstep` to `store`; return the new checkpoint id."""
+    # Imported here: the stores package is only needed once a run checkpoints.
+    from raf.stores.base import Checkpoint
+    from raf.stores.ids import new_id
+
+    data: dict[str, Any] = {
+        "version": DATA_VERSION,
+        "workflow": workflow_id,
+        "graph": fingerprint,
+        "scope": list(scope),
+        "superstep": superstep,
+        **encode_state(state),
+        "session": session_snapshot(session),
+    }
+    checkpoint = Checkpoint(
+        id=new_id(),
+        session_id=session.id,
+        workflow_id=workflow_id,
+        superstep=superstep,
+        created_at=datetime.now(UTC),
+        data=data,
+    )
+    await store.save(checkpoint)
+    return checkpoint.id
+
+
+def read_checkpoint(
+    checkpoint: Checkpoint, *, workflow_id: str, fingerprint: str
+) -> tuple[RunState, tuple[str, ...], dict[str, Any]]:
+    """The run state, scope and session snapshot of `checkpoint`.
+
+    Raises:
+        ValueError: when the checkpoint belongs to another workflow or graph, or has an
+            unknown data version.
+    """
+    data = checkpoint.data
+    if data.get("version") != DATA_VERSION:
+        raise ValueError(
+            f"checkpoint {checkpoint.id!r} holds engine data version {data.get('version')!r}; "
+            f"this raf reads version {DATA_VERSION}"
+        )
+    if data.get("workflow") != workflow_id:
+        raise ValueError(
+            f"checkpoint {checkpoint.id!r} belongs to workflow {data.get('workflow')!r}, "
+            f"not {workflow_id!r}; resume it with that workflow"
+        )
+    if data.get("graph") != fingerprint:
+        raise ValueError(
+            f"checkpoint {checkpoint.id!r} was taken from a different graph of workflow "
+            f"{workflow_id!r} (nodes or edges changed); resume it with the graph that wrote it"
+        )
+    scope = tuple(str(part) for part in cast(list[Any], data["scope"]))
+    return decode_state(data), scope, cast(dict[str, Any], data["session"])

@@ -1,0 +1,246 @@
+"""`NodeContext`: what a node's `handle` uses to send, yield, stream and ask a human.
+
+The runner makes one context per node per superstep. Sends are buffered in the node's outbox
+and delivered at the end of the superstep; a handling that stops at `request_info` has its
+sends dropped and is re-run from its start when the run resumes with the answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from raf.agent import DEFAULT_OPTIONS, invoke_agent
+from raf.engine.edges import Outbox
+from raf.engine.events import NodeStreaming, WorkflowOutput
+from raf.engine.state import PendingRequest, Suspension
+from raf.engine.waiting import clear_waiting, requests_of
+from raf.messages import ChatMessage
+from raf.run import RunContext
+from raf.session import Session
+from raf.updates import AgentResponse, AgentUpdate
+
+if TYPE_CHECKING:
+    from raf.agent import IAgent
+    from raf.engine.runner import Runner
+
+__all__ = ["NodeContext", "NodeWork", "Suspended"]
+
+
+class Suspended(BaseException):
+    """Raised through a handling that waits for human answers; the runner catches it.
+
+    A `BaseException`, so `except Exception` in node code does not swallow it.
+    """
+
+    def __init__(self, requests: list[tuple[str, Any]], *, forwarded: bool) -> None:
+        super().__init__(", ".join(request_id for request_id, _ in requests))
+        self.requests = requests
+        self.forwarded = forwarded
+
+
+class NodeWork:
+    """The runner's bookkeeping for one node in one superstep."""
+
+    __slots__ = (
+        "messages",
+        "node_id",
+        "ordinal",
+        "outbox",
+        "outputs",
+        "requests",
+        "resuming",
+        "runner",
+        "superstep",
+        "suspension",
+    )
+
+    def __init__(
+        self,
+        runner: Runner,
+        node_id: str,
+        messages: list[Any],
+        superstep: int,
+        ordinal: int,
+        resuming: bool,
+    ) -> None:
+        self.runner = runner
+        self.node_id = node_id
+        self.messages = messages
+        self.superstep = superstep
+        self.ordinal = ordinal
+        """Ordinal of the node's next `request_info` call in this superstep."""
+        self.resuming = resuming
+        """True while re-running a handling that waited for answers."""
+        self.outbox: Outbox = []
+        """What the node sent, delivered at the end of the superstep."""
+        self.outputs: list[tuple[str, Any]] = []
+        """What the node yielded, recorded at the end of the superstep."""
+        self.requests: list[PendingRequest] = []
+        """Requests of the suspended handling."""
+        self.suspension: Suspension | None = None
+        """Set when a handling waits for answers."""
+
+
+class NodeContext:
+    """A node's view of the run: send messages on, yield outputs, stream updates, ask a human.
+
+    Example:
+        >>> async def review(draft, ctx: NodeContext):
+        ...     verdict = await ctx.request_info({"draft": draft})
+        ...     ctx.state["reviews"] = ctx.state.get("reviews", 0) + 1
+        ...     if verdict == "ok":
+        ...         await ctx.yield_output(draft)
+        ...     else:
+        ...         await ctx.send(draft, to="rewrite")
+    """
+
+    __slots__ = ("_run_context", "_state", "_work")
+
+    def __init__(self, work: NodeWork) -> None:
+        self._work = work
+        self._state: dict[str, Any] | None = None
+        self._run_context: RunContext | None = None
+
+    @property
+    def node_id(self) -> str:
+        """The id of the node being run."""
+        return self._work.node_id
+
+    @property
+    def superstep(self) -> int:
+        """Index of the current superstep (from 0)."""
+        return self._work.superstep
+
+    @property
+    def successors(self) -> frozenset[str]:
+        """The nodes this node can send to (empty for a terminal node)."""
+        work = self._work
+        return work.runner.successors[work.node_id]
+
+    @property
+    def session(self) -> Session:
+        """The session the run belongs to."""
+        return self._work.runner.session
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """This node's state in this session: persists across runs and is checkpointed.
+
+        Keep JSON-able values in it. Changes made by a handling that then waits for an answer
+        are kept (the handling re-runs on resume, so make them idempotent).
+        """
+        state = self._state
+        if state is None:
+            work = self._work
+            runner = work.runner
+            key = f"{runner.prefix}{work.node_id}#state"
+            found: Any = runner.session.get(key)
+            state = cast(dict[str, Any], found) if isinstance(found, dict) else {}
+            runner.session.set(key, state)
+            self._state = state
+        return state
+
+    @property
+    def run_context(self) -> RunContext:
+        """The `RunContext` agents run in from this node.
+
+        When the workflow runs as an agent it is that agent's context (items reach its stream
+        directly); otherwise a context at the workflow's scope whose items become `NodeStreaming`
+        events of this node.
+        """
+        context = self._work.runner.agent_context
+        if context is not None:
+            return context
+        context = self._run_context
+        if context is None:
+            runner = self._work.runner
+            context = RunContext(
+                runner.scope,
+                runner.session,
+                DEFAULT_OPTIONS,
+                self._stream,
+                extras=runner.extras,
+            )
+            self._run_context = context
+        return context
+
+    async def send(self, message: Any, to: str | None = None) -> None:
+        """Send `message` along this node's edges (only to the successor `to`, when given).
+
+        Messages are delivered at the next superstep.
+
+        Raises:
+            ValueError: when `to` is not a successor of this node.
+        """
+        work = self._work
+        runner = work.runner
+        if to is not None and to not in runner.successors[work.node_id]:
+            successors = sorted(runner.successors[work.node_id])
+            raise ValueError(
+                f"node {work.node_id!r} cannot send to {to!r}: it is not a successor "
+                f"(successors: {successors}); add an edge to it first"
+            )
+        outbox = work.outbox
+        for route in runner.routes[work.node_id]:
+            route.deliver(message, to, outbox)
+
+    async def yield_output(self, value: Any) -> None:
+        """Yield `value` as an output of the workflow (a `WorkflowOutput` event, reported now).
+
+        The value joins the run's outputs when the handling completes; a handling that waits for
+        a human yields it again when it re-runs.
+        """
+        work = self._work
+        work.outputs.append((work.node_id, value))
+        await work.runner.sink(WorkflowOutput(value, node_id=work.node_id))
+
+    async def emit(self, update: AgentUpdate) -> None:
+        """Stream `update` out; its path is taken relative to the workflow."""
+        runner = self._work.runner
+        context = runner.agent_context
+        if context is None:
+            await runner.sink(NodeStreaming(self._work.node_id, update))
+        else:
+            await context.emit(update.model_copy(update={"path": runner.scope + update.path}))
+
+    async def request_info(self, payload: Any) -> Any:
+        """Ask a human; returns the answer once the run resumes with it.
+
+        Without an answer yet, the handling stops here (await it in the handling itself, not
+        in a task it started): its sends and outputs are dropped, its message stays pending, a
+        `RequestInfo` event is reported at the end of the superstep and the run ends waiting.
+        Resuming re-runs the handling from its start with the same message; this call then
+        returns the answer. The request id is `"{workflow path}/{node id}@{superstep}#{n}"`
+        (`n` counts the node's questions in the superstep): stable across the re-run, unique
+        across parallel branches and nesting levels.
+        """
+        work = self._work
+        runner = work.runner
+        request_id = f"{runner.prefix}{work.node_id}@{work.superstep}#{work.ordinal}"
+        work.ordinal += 1
+        answers = runner.state.answers
+        if request_id in answers:
+            return answers[request_id]
+        raise Suspended([(request_id, payload)], forwarded=False)
+
+    async def invoke_agent(self, agent: IAgent, messages: list[ChatMessage]) -> AgentResponse:
+        """Run `agent` as part of this node, forwarding its stream; wait when it waits.
+
+        When the agent is a workflow agent that ends waiting for a human, this node waits too,
+        on the same request ids; on resume the agent continues from where it stopped.
+        """
+        context = self.run_context
+        work = self._work
+        # The context's path is the workflow's scope, so this is `pending_key(path + (id,))`.
+        key = f"{work.runner.prefix}{agent.id}#pending"
+        session = context.session
+        if not work.resuming and session.get(key) is not None:
+            clear_waiting(session, (*context.path, agent.id))
+        response = await invoke_agent(agent, messages, context)
+        waiting = session.get(key)
+        if waiting is not None:
+            raise Suspended(requests_of(waiting), forwarded=True)
+        return response
+
+    async def _stream(self, update: AgentUpdate) -> None:
+        await self._work.runner.sink(NodeStreaming(self._work.node_id, update))

@@ -1,0 +1,347 @@
+"""The superstep runner (BSP): runs the nodes with pending messages, delivers what they sent.
+
+Every node with pending messages runs in the superstep (one node directly, several in one task
+group); each handles its messages in order. Sends wait in per-node outboxes and are delivered
+in node order at the end of the superstep, so delivery does not depend on scheduling. A failing
+node cancels its siblings; a node that asks a human suspends, and the run ends waiting after
+the superstep. Events go to a sink callback, with no stream in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+import anyio.lowlevel
+
+from raf.engine.checkpointing import save_checkpoint
+from raf.engine.codec import CheckpointValueError
+from raf.engine.context import NodeContext, NodeWork, Suspended
+from raf.engine.edges import FanIn, Outbox
+from raf.engine.events import (
+    CheckpointSaved,
+    NodeCompleted,
+    NodeFailed,
+    NodeInvoking,
+    RequestInfo,
+    SuperstepCompleted,
+    WorkflowError,
+    WorkflowEvent,
+)
+from raf.engine.state import PendingRequest, RunState, RunStatus, Suspension
+from raf.engine.waiting import ENGINE_ROOT, RESPONSES
+from raf.errors import WorkflowError as WorkflowFailure
+from raf.run import RunContext
+from raf.session import Session
+
+if TYPE_CHECKING:
+    from raf.engine.workflow import Workflow
+
+__all__ = ["EventSink", "Runner", "unwrap"]
+
+EventSink = Callable[[WorkflowEvent], Awaitable[None]]
+"""Receives each event of a run, in order; awaited (so it may back-pressure the run)."""
+
+_Job = tuple[str, list[Any], int, int, bool]
+"""(node id, messages, superstep, first request ordinal, resuming)"""
+
+
+class Runner:
+    """Runs one workflow run to its end: completed, failed or waiting.
+
+    Args:
+        workflow: the graph.
+        state: where the run stands (new, or decoded from a checkpoint).
+        sink: receives the events.
+        session: the run's session (node states live there).
+        scope: the workflow's agent path in the run, `()` when run directly; it prefixes
+            request ids and node state keys.
+        agent_context: the `RunContext` when the workflow runs as an agent; streamed items
+            then go straight to its `emit`.
+        checkpoints: save a checkpoint to `session.store` after each superstep.
+    """
+
+    __slots__ = (
+        "_scope",
+        "agent_context",
+        "checkpoints",
+        "extras",
+        "failure",
+        "prefix",
+        "routes",
+        "scope",
+        "session",
+        "sink",
+        "state",
+        "successors",
+        "workflow",
+    )
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        state: RunState,
+        sink: EventSink,
+        session: Session,
+        *,
+        scope: tuple[str, ...] = (),
+        agent_context: RunContext | None = None,
+        checkpoints: bool = False,
+    ) -> None:
+        self.workflow = workflow
+        self.routes = workflow.routes
+        self.successors = workflow.successors
+        self.state = state
+        self.sink = sink
+        self.session = session
+        self.scope = scope
+        self.prefix = "/".join(scope) + "/" if scope else ""
+        self.agent_context = agent_context
+        self.checkpoints = checkpoints and session.store is not None
+        self.extras: dict[str, Any] = (
+            agent_context.extras
+            if agent_context is not None
+            else {RESPONSES: state.answers, ENGINE_ROOT: True}
+        )
+        self.failure: tuple[str, BaseException] | None = None
+        self._scope: anyio.CancelScope | None = None
+
+    async def execute(self) -> RunStatus:
+        """Run supersteps until no message is pending, a node fails, or requests are pending."""
+        state = self.state
+        if state.suspended:
+            status = await self._resume_suspended()
+            if status is not None:
+                return status
+        bound = self.workflow.max_supersteps
+        while state.pending:
+            index = state.superstep
+            if bound is not None and index >= bound:
+                return await self._exceeded(bound)
+            if index & 7 == 7:
+                # A loop of nodes that never wait would otherwise not see a cancellation.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+            batch = state.pending
+            state.pending = {}
+            state.superstep = index + 1
+            jobs: list[_Job] = [
+                (node, messages, index, 0, False) for node, messages in batch.items()
+            ]
+            status = await self._superstep(index, jobs)
+            if status is not None:
+                return status
+        return "completed"
+
+    async def _resume_suspended(self) -> RunStatus | None:
+        """Re-run the handlings that waited, in the superstep they belong to."""
+        state = self.state
+        suspended = state.suspended
+        state.suspended = {}
+        state.requests = []
+        jobs: list[_Job] = [
+            (node, s.messages, s.superstep, s.ordinal, True) for node, s in suspended.items()
+        ]
+        status = await self._superstep(max(s.superstep for s in suspended.values()), jobs)
+        if not state.suspended:
+            state.answers.clear()
+        return status
+
+    async def _superstep(self, index: int, jobs: list[_Job]) -> RunStatus | None:
+        if len(jobs) == 1:
+            works = [await self._run_node(*jobs[0])]
+        else:
+            works = [NodeWork(self, *job) for job in jobs]
+            async with anyio.create_task_group() as tg:
+                self._scope = tg.cancel_scope
+                for work, job in zip(works, jobs, strict=True):
+                    tg.start_soon(self._run_node, *job, work)
+            self._scope = None
+        state = self.state
+        asked = len(state.requests)
+        touched: list[FanIn] = []
+        for work in works:
+            # Node order, not completion order: nothing here depends on scheduling.
+            if work.outputs:
+                state.outputs.extend(work.outputs)
+            if work.suspension is not None:
+                state.suspended[work.node_id] = work.suspension
+                state.requests.extend(work.requests)
+            if work.outbox:
+                self._deliver(work.node_id, work.outbox, touched)
+        if touched:
+            self._release(touched)
+        if self.failure is not None:
+            node_id, error = self.failure
+            await self.sink(NodeFailed(node_id, error))
+            await self.sink(WorkflowError(error, node_id=node_id))
+            return "failed"
+        for request in state.requests[asked:]:
+            # A nested workflow agent already put its own requests on the agent stream.
+            if not (request.forwarded and self.agent_context is not None):
+                await self.sink(
+                    RequestInfo(request.request_id, request.payload, node_id=request.node_id)
+                )
+        if self.agent_context is None:
+            # An agent's stream has no item for it: skip making one per superstep.
+            await self.sink(SuperstepCompleted(index))
+        if self.checkpoints:
+            status = await self._checkpoint(index)
+            if status is not None:
+                return status
+        return "waiting" if state.requests else None
+
+    async def _run_node(
+        self,
+        node_id: str,
+        messages: list[Any],
+        superstep: int,
+        ordinal: int,
+        resuming: bool,
+        work: NodeWork | None = None,
+    ) -> NodeWork:
+        if work is None:
+            work = NodeWork(self, node_id, messages, superstep, ordinal, resuming)
+        executor = self.workflow.executors[node_id]
+        ctx = NodeContext(work)
+        outbox = work.outbox
+        outputs = work.outputs
+        sink = self.sink
+        for position, message in enumerate(messages):
+            await sink(NodeInvoking(node_id))
+            sent = len(outbox)
+            yielded = len(outputs)
+            first_ordinal = work.ordinal
+            try:
+                output = await executor.handle(message, ctx)
+            except Suspended as suspended:
+                waits = [suspended]
+            except BaseExceptionGroup as group:
+                waits, rest = _split_waits(group)
+                if rest is not None:
+                    if not isinstance(rest, Exception):
+                        raise
+                    self._fail(node_id, rest)
+                    return work
+            except Exception as exc:
+                self._fail(node_id, exc)
+                return work
+            else:
+                work.resuming = False
+                await sink(NodeCompleted(node_id, output))
+                continue
+            # The handling waits: drop what it sent and yielded; it re-runs on resume.
+            del outbox[sent:]
+            del outputs[yielded:]
+            work.suspension = Suspension(superstep, first_ordinal, messages[position:])
+            work.requests = [
+                PendingRequest(request_id, node_id, payload, wait.forwarded)
+                for wait in waits
+                for request_id, payload in wait.requests
+            ]
+            return work
+        return work
+
+    def _fail(self, node_id: str, error: BaseException) -> None:
+        if self.failure is None:
+            self.failure = (node_id, unwrap(error))
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def _deliver(self, source: str, outbox: Outbox, touched: list[FanIn]) -> None:
+        """Queue `source`'s messages for their targets; buffer fan-in messages."""
+        state = self.state
+        pending = state.pending
+        for target, message in outbox:
+            if type(target) is str:
+                queue = pending.get(target)
+                if queue is None:
+                    pending[target] = [message]
+                else:
+                    queue.append(message)
+                continue
+            assert isinstance(target, FanIn)
+            buffers = state.fan_in.get(target.index)
+            if buffers is None:
+                buffers = state.fan_in[target.index] = {}
+            buffers.setdefault(source, []).append(message)
+            if target not in touched:
+                touched.append(target)
+
+    def _release(self, touched: list[FanIn]) -> None:
+        """Deliver each fan-in whose sources have all sent: one list, in source order."""
+        state = self.state
+        for fan_in in touched:
+            buffers = state.fan_in[fan_in.index]
+            if len(buffers) < len(fan_in.sources):
+                continue
+            del state.fan_in[fan_in.index]
+            combined = [m for src in fan_in.sources for m in buffers[src]]
+            queue = state.pending.get(fan_in.target)
+            if queue is None:
+                state.pending[fan_in.target] = [combined]
+            else:
+                queue.append(combined)
+
+    async def _checkpoint(self, index: int) -> RunStatus | None:
+        store = self.session.store
+        assert store is not None
+        workflow = self.workflow
+        try:
+            checkpoint_id = await save_checkpoint(
+                store,
+                self.session,
+                workflow_id=workflow.id,
+                fingerprint=workflow.fingerprint,
+                scope=self.scope,
+                superstep=index,
+                state=self.state,
+            )
+        except CheckpointValueError as exc:
+            await self.sink(WorkflowError(exc, node_id=exc.node_id))
+            return "failed"
+        await self.sink(CheckpointSaved(checkpoint_id, superstep=index))
+        return None
+
+    async def _exceeded(self, bound: int) -> RunStatus:
+        nodes = list(self.state.pending)
+        error = WorkflowFailure(
+            nodes[0],
+            message=(
+                f"workflow {self.workflow.id!r} reached its bound of {bound} supersteps with "
+                f"messages still pending for {nodes}; raise it with set_max_supersteps() or "
+                "make the cycle end"
+            ),
+        )
+        await self.sink(WorkflowError(error, node_id=nodes[0]))
+        return "failed"
+
+
+def unwrap(error: BaseException) -> BaseException:
+    """The only exception of (nested) single-member exception groups, else `error` itself."""
+    current: Any = error
+    while isinstance(current, BaseExceptionGroup):
+        members: tuple[BaseException, ...] = cast(Any, current).exceptions
+        if len(members) != 1:
+            break
+        current = members[0]
+    return cast(BaseException, current)
+
+
+def _split_waits(
+    group: BaseExceptionGroup[BaseException],
+) -> tuple[list[Suspended], BaseException | None]:
+    """The `Suspended` signals in `group` in order, and what else it holds (unwrapped)."""
+    matched, rest = group.split(Suspended)
+    waits: list[Suspended] = []
+
+    def collect(item: BaseException) -> None:
+        if isinstance(item, Suspended):
+            waits.append(item)
+        elif isinstance(item, BaseExceptionGroup):
+            for member in cast(Any, item).exceptions:
+                collect(member)
+
+    if matched is not None:
+        collect(matched)
+    return waits, unwrap(rest) if rest is not None else None

@@ -1,0 +1,76 @@
+"""`RunState`: everything a workflow run carries from one superstep to the next.
+
+The runner mutates it; checkpoints and waiting agents keep it (encoded by `raf.engine.checkpointing`).
+It lives for one run and is never shared between sessions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["PendingRequest", "RunState", "RunStatus", "Suspension"]
+
+RunStatus = Literal["completed", "failed", "waiting"]
+"""How a run ended: no messages left, a node failed, or human requests are pending."""
+
+
+@dataclass(slots=True)
+class Suspension:
+    """A node's handling that stopped at `request_info`, to be re-run on resume."""
+
+    superstep: int
+    """The superstep it ran in (request ids keep naming it)."""
+    ordinal: int
+    """The node's request ordinal when the suspended handling began."""
+    messages: list[Any]
+    """The suspended message and the ones the node had not handled yet."""
+
+
+@dataclass(slots=True)
+class PendingRequest:
+    """A request for a human answer that the run waits on."""
+
+    request_id: str
+    node_id: str
+    payload: Any
+    forwarded: bool = False
+    """True when a nested workflow asked it (and reported it itself)."""
+
+
+@dataclass(slots=True)
+class RunState:
+    """Pending messages, fan-in buffers, suspended nodes, requests, answers and outputs."""
+
+    superstep: int = 0
+    """Index of the next superstep to run."""
+    pending: dict[str, list[Any]] = field(default_factory=lambda: dict[str, list[Any]]())
+    """Messages delivered for the next superstep, per node, in delivery order."""
+    suspended: dict[str, Suspension] = field(default_factory=lambda: dict[str, Suspension]())
+    """Nodes waiting for answers, per node."""
+    fan_in: dict[int, dict[str, list[Any]]] = field(
+        default_factory=lambda: dict[int, dict[str, list[Any]]]()
+    )
+    """Messages buffered per fan-in (by index), per source, until every source sent."""
+    requests: list[PendingRequest] = field(default_factory=lambda: list[PendingRequest]())
+    """Requests the run waits on, oldest first."""
+    answers: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    """Answers to requests of suspended handlings, by request id."""
+    outputs: list[tuple[str, Any]] = field(default_factory=lambda: list[tuple[str, Any]]())
+    """`(node id, value)` of every output yielded so far."""
+
+    @classmethod
+    def start(cls, node_id: str, message: Any) -> RunState:
+        """The state of a new run: `message` pending for the start node."""
+        return cls(pending={node_id: [message]})
+
+    def answer(self, responses: dict[str, Any]) -> list[str]:
+        """Record the answers to pending requests; return the ids that are not pending."""
+        pending = {request.request_id for request in self.requests}
+        unknown: list[str] = []
+        for request_id, value in responses.items():
+            if request_id in pending:
+                self.answers[request_id] = value
+            else:
+                unknown.append(request_id)
+        return unknown

@@ -1,0 +1,149 @@
+"""Build-time checks of a workflow graph, with networkx (imported here, lazily).
+
+`check_graph` raises `GraphValidationError` naming the offending ids: bad or duplicate ids,
+no start node, unknown ids, unreachable nodes, fan-in sources that cannot all be reached
+without the fan-in's target, cycles without a superstep bound. It returns the `DiGraph`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from raf.agent import check_agent_id
+from raf.engine.edges import Edge, FanIn
+from raf.engine.executors import Executor
+from raf.errors import GraphValidationError
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = ["check_graph"]
+
+
+def check_graph(
+    workflow_id: str,
+    *,
+    executors: Mapping[str, Executor],
+    duplicates: Sequence[str],
+    edges: Sequence[Edge],
+    fan_ins: Sequence[FanIn],
+    start: str | None,
+    max_supersteps: int | None,
+) -> nx.DiGraph[str]:
+    """Validate the graph and return it as a networkx `DiGraph`.
+
+    Raises:
+        GraphValidationError: naming the problem and the offending ids.
+    """
+    nx = _networkx()
+
+    _check_ids(workflow_id, executors, duplicates)
+    if start is None:
+        raise GraphValidationError(
+            f"workflow {workflow_id!r} has no start node; call set_start(id) "
+            "(there is no implicit start)",
+        )
+    referenced = [start, *(node for e in edges for node in (e.source, e.target))]
+    unknown = _unique(node for node in referenced if node not in executors)
+    if unknown:
+        raise GraphValidationError(
+            f"workflow {workflow_id!r} refers to unknown node ids {unknown}; "
+            "add them with add_executor() first",
+            ids=unknown,
+        )
+    graph: Any = nx.DiGraph(name=workflow_id)
+    for node_id, executor in executors.items():
+        graph.add_node(node_id, kind=executor.kind, start=node_id == start)
+    for edge in edges:
+        if not graph.has_edge(edge.source, edge.target):
+            graph.add_edge(edge.source, edge.target, kind=edge.kind, label=edge.label)
+    reached: set[str] = {start, *nx.descendants(graph, start)}
+    unreachable = tuple(node for node in executors if node not in reached)
+    if unreachable:
+        raise GraphValidationError(
+            f"workflow {workflow_id!r} has nodes that cannot be reached from start node "
+            f"{start!r}: {list(unreachable)}; connect them or remove them",
+            ids=unreachable,
+        )
+    for fan_in in fan_ins:
+        _check_fan_in(workflow_id, graph, start, fan_in)
+    if max_supersteps is None and not nx.is_directed_acyclic_graph(graph):
+        cycle = _unique(source for source, _ in nx.find_cycle(graph, start))
+        raise GraphValidationError(
+            f"workflow {workflow_id!r} has a cycle through {list(cycle)} but no superstep "
+            "bound; call set_max_supersteps(n) so the loop cannot run forever",
+            ids=cycle,
+        )
+    return graph
+
+
+def _check_ids(
+    workflow_id: str, executors: Mapping[str, Executor], duplicates: Sequence[str]
+) -> None:
+    bad: list[str] = []
+    for node_id in executors:
+        try:
+            check_agent_id(node_id)
+        except ValueError:
+            bad.append(node_id)
+    if bad:
+        raise GraphValidationError(
+            f"workflow {workflow_id!r} has unusable node ids {bad}: ids are non-empty, "
+            "without '/' or '#'",
+            ids=tuple(bad),
+        )
+    if duplicates:
+        ids = _unique(duplicates)
+        raise GraphValidationError(
+            f"workflow {workflow_id!r} has several different executors with ids {list(ids)}; "
+            "give each node a unique id",
+            ids=ids,
+        )
+    owners: dict[str, object] = {}
+    clashing: list[str] = []
+    for executor in executors.values():
+        agent = executor.as_agent()
+        if agent is None:
+            continue
+        owner = owners.setdefault(agent.id, agent)
+        if owner is not agent:
+            clashing.append(agent.id)
+    if clashing:
+        ids = _unique(clashing)
+        raise GraphValidationError(
+            f"workflow {workflow_id!r} runs different agents with the same id {list(ids)}; "
+            "agent ids name paths in the stream, so they must be unique among siblings",
+            ids=ids,
+        )
+
+
+def _check_fan_in(workflow_id: str, graph: Any, start: str, fan_in: FanIn) -> None:
+    nx = _networkx()
+
+    target = fan_in.target
+    # Paths may start at the target when it is the start node, but never pass through it.
+    roots = [start] if start != target else [n for n in graph.successors(start) if n != target]
+    without_target: Any = graph.subgraph(n for n in graph.nodes if n != target)
+    reached: set[str] = set(roots)
+    for root in roots:
+        reached.update(nx.descendants(without_target, root))
+    blocked = tuple(src for src in fan_in.sources if src not in reached)
+    if blocked:
+        raise GraphValidationError(
+            f"workflow {workflow_id!r}: fan-in into {target!r} waits for {list(blocked)}, "
+            f"which cannot be reached from start node {start!r} without passing through "
+            f"{target!r} itself, so it would never run",
+            ids=(*blocked, target),
+        )
+
+
+def _networkx() -> Any:
+    # Imported on first build, untyped: `import raf` stays fast.
+    import networkx
+
+    return networkx
+
+
+def _unique(items: Any) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))

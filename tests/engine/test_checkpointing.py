@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raf.engine import (
+    CheckpointSaved,
+    CheckpointValueError,
+    NodeContext,
+    NodeInvoking,
+    Workflow,
+    WorkflowBuilder,
+)
+from raf.messages import ChatMessage
+from raf.session import Session
+from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
+from tests.engine.support import Calls
+
+pytestmark = pytest.mark.anyio
+
+
+def pipeline(calls: Calls) -> Workflow:
+    """start -> (left, right) -> join (fan-in) -> report; each node counts in its state."""
+
+    async def step(message: Any, ctx: NodeContext) -> None:
+        ctx.state["runs"] = ctx.state.get("runs", 0) + 1
+        await ctx.send(f"{message}>{ctx.node_id}")
+
+    async def join(parts: list[str], ctx: NodeContext) -> None:
+        await ctx.send(" + ".join(parts))
+
+    async def report(message: str, ctx: NodeContext) -> None:
+        await ctx.yield_output(ChatMessage.assistant(message, author="report"))
+
+    return (
+        WorkflowBuilder("pipeline")
+        .add_fan_out(
+            calls.node("start", step), [calls.node("left", step), calls.node("right", step)]
+        )
+        .add_edge("left", calls.node("deep", step))
+        .add_fan_in(["deep", "right"], calls.node("join", join))
+        .add_edge("join", calls.node("report", report))
+        .set_start("start")
+        .build()
+    )
+
+
+async def test_one_checkpoint_per_superstep_with_sortable_ids() -> None:
+    store = MemoryCheckpointStore()
+    session = Session(id="s1", store=store)
+    result = await pipeline(Calls()).run("in", session)
+    saved = [e for e in result.events if isinstance(e, CheckpointSaved)]
+    assert [e.superstep for e in saved] == [0, 1, 2, 3, 4]
+    ids = [e.checkpoint_id for e in saved]
+    assert ids == sorted(ids) == await store.list("s1")
+    assert await store.latest("s1") == ids[-1] == result.checkpoint_id
+    checkpoint = await store.load(ids[1])
+    assert checkpoint.workflow_id == "pipeline" and checkpoint.superstep == 1
+    assert checkpoint.data["version"] == 1
+    json.dumps(checkpoint.data)  # plain JSON all the way down
+
+
+async def test_no_store_means_no_checkpoints() -> None:
+    result = await pipeline(Calls()).run("in", Session())
+    assert not any(isinstance(e, CheckpointSaved) for e in result.events)
+    assert result.checkpoint_id is None
+
+
+async def test_resume_from_a_middle_checkpoint_does_not_rerun_completed_nodes() -> None:
+    store = MemoryCheckpointStore()
+    first_calls = Calls()
+    first = await pipeline(first_calls).run("in", Session(id="s", store=store))
+    ids = await store.list("s")
+
+    # Superstep 1 ran left and right: `right` already sent into the fan-in buffer.
+    again = Calls()
+    resumed = await pipeline(again).resume(ids[1], store)
+    assert resumed.status == "completed"
+    assert again.count == {"deep": 1, "join": 1, "report": 1}
+    assert resumed.outputs == first.outputs
+    assert [m.text for m in resumed.outputs] == ["in>start>left>deep + in>start>right"]
+    invoked = [e.node_id for e in resumed.events if isinstance(e, NodeInvoking)]
+    assert invoked == ["deep", "join", "report"]
+
+
+async def test_resume_restores_node_states_from_the_checkpoint() -> None:
+    store = MemoryCheckpointStore()
+    await pipeline(Calls()).run("in", Session(id="s", store=store))
+    ids = await store.list("s")
+    session = Session(id="elsewhere")
+    await pipeline(Calls()).resume(ids[0], store, session=session)
+    assert session.get("start#state") == {"runs": 1}
+    assert session.get("deep#state") == {"runs": 1}
+    assert session.get("left#state") == {"runs": 1}
+
+
+async def test_resume_continues_checkpointing_into_the_store() -> None:
+    store = MemoryCheckpointStore()
+    await pipeline(Calls()).run("in", Session(id="s", store=store))
+    ids = await store.list("s")
+    resumed = await pipeline(Calls()).resume(ids[2], store)
+    new_ids = [e.checkpoint_id for e in resumed.events if isinstance(e, CheckpointSaved)]
+    assert len(new_ids) == 2
+    assert await store.list("s") == [*ids, *new_ids]
+
+
+async def test_resuming_a_completed_run_runs_nothing_and_keeps_its_outputs() -> None:
+    store = MemoryCheckpointStore()
+    first = await pipeline(Calls()).run("in", Session(id="s", store=store))
+    calls = Calls()
+    resumed = await pipeline(calls).resume(first.checkpoint_id or "", store)
+    assert resumed.status == "completed"
+    assert resumed.outputs == first.outputs
+    assert sum(calls.count.values()) == 0
+
+
+async def test_resume_refuses_another_workflow_or_graph() -> None:
+    store = MemoryCheckpointStore()
+    await pipeline(Calls()).run("in", Session(id="s", store=store))
+    checkpoint_id = (await store.list("s"))[0]
+    calls = Calls()
+    other = WorkflowBuilder("other").add_executor(calls.forward("start")).set_start("start").build()
+    with pytest.raises(ValueError, match="belongs to workflow 'pipeline'"):
+        await other.resume(checkpoint_id, store)
+    changed = (
+        WorkflowBuilder("pipeline").add_executor(calls.forward("start")).set_start("start").build()
+    )
+    with pytest.raises(ValueError, match="different graph"):
+        await changed.resume(checkpoint_id, store)
+    with pytest.raises(ValueError, match="answer no pending request"):
+        await pipeline(Calls()).resume(checkpoint_id, store, responses={"x@0#0": 1})
+
+
+async def test_an_unserializable_message_fails_the_run_naming_the_node() -> None:
+    calls = Calls()
+    workflow = (
+        WorkflowBuilder("w")
+        .add_edge(calls.forward("maker", lambda m: object()), calls.output("user"))
+        .set_start("maker")
+        .build()
+    )
+    result = await workflow.run(None, Session(store=MemoryCheckpointStore()))
+    assert result.status == "failed"
+    error = result.error
+    assert isinstance(error, CheckpointValueError) and isinstance(error, TypeError)
+    assert error.node_id == "user"
+    assert "a message pending for node 'user'" in str(error) and "object" in str(error)
+    assert calls.count["user"] == 0
+
+
+async def test_an_unserializable_node_state_fails_the_run_naming_its_key() -> None:
+    async def keep(message: Any, ctx: NodeContext) -> None:
+        ctx.state["handle"] = object()
+
+    workflow = (
+        WorkflowBuilder("w").add_executor(Calls().node("keeper", keep)).set_start("keeper").build()
+    )
+    result = await workflow.run(None, Session(store=MemoryCheckpointStore()))
+    assert result.status == "failed"
+    assert "keeper#state" in str(result.error)
+
+
+async def test_a_checkpoint_survives_reopening_a_sqlite_store(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SqliteCheckpointStore(path) as store:
+        await pipeline(Calls()).run("in", Session(id="s", store=store))
+        middle = (await store.list("s"))[2]
+    calls = Calls()
+    async with SqliteCheckpointStore(path) as reopened:
+        resumed = await pipeline(calls).resume(middle, reopened)
+    assert calls.count == {"join": 1, "report": 1}
+    assert [m.text for m in resumed.outputs] == ["in>start>left>deep + in>start>right"]

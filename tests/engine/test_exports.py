@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+import inspect
+
+import raf.engine
+
+
+def test_every_public_name_imports_and_is_documented() -> None:
+    for name in raf.engine.__all__:
+        value = getattr(raf.engine, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert inspect.getdoc(value), f"raf.engine.{name} has no docstring"
+
+
+def test_the_event_named_workflow_error_is_not_the_exception() -> None:
+    import raf.errors
+
+    assert raf.engine.WorkflowError is not raf.errors.WorkflowError
+    assert not issubclass(raf.engine.WorkflowError, BaseException)

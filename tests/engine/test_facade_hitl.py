@@ -1,0 +1,229 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from raf.engine import FunctionExecutor, NodeContext, WorkflowAgent, WorkflowBuilder
+from raf.function_agent import FunctionAgent
+from raf.messages import ChatMessage
+from raf.session import Session
+from raf.updates import AgentUpdate, RequestInfoUpdate, TextDelta
+from tests.engine.support import Calls
+
+pytestmark = pytest.mark.anyio
+
+
+def approval(calls: Calls, workflow_id: str = "wf") -> WorkflowAgent:
+    """write (an agent) -> review (asks a human) -> publish."""
+
+    async def review(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        verdict = await ctx.request_info({"draft": conversation[-1].text})
+        await ctx.send(f"{conversation[-1].text}: {verdict}")
+
+    async def publish(text: str, ctx: NodeContext) -> None:
+        await ctx.yield_output(ChatMessage.assistant(text, author=ctx.node_id))
+
+    writer = FunctionAgent("writer", lambda m: f"draft on {m[0].text}")
+    return (
+        WorkflowBuilder(workflow_id)
+        .add_edge(calls.forward("intake"), writer)
+        .add_edge(writer, calls.node("review", review))
+        .add_edge("review", calls.node("publish", publish))
+        .set_start("intake")
+        .build()
+        .as_agent()
+    )
+
+
+async def stream(
+    agent: WorkflowAgent, messages: Any, session: Session | None = None
+) -> list[AgentUpdate]:
+    async with agent.run(messages, session=session) as updates:
+        return [u async for u in updates]
+
+
+async def test_a_plain_text_answer_resumes_the_waiting_run() -> None:
+    calls = Calls()
+    agent = approval(calls)
+    first = await stream(agent, "cats")
+    asks = [u for u in first if isinstance(u, RequestInfoUpdate)]
+    assert [(u.request_id, u.payload, u.path) for u in asks] == [
+        ("wf/review@2#0", {"draft": "draft on cats"}, ("wf",))
+    ]
+    second = await stream(agent, "looks good")
+    texts = [u.text for u in second if isinstance(u, TextDelta)]
+    assert texts == []  # the writer did not run again
+    assert calls.count == {"intake": 1, "review": 2, "publish": 1}
+    third = await stream(agent, "next topic")  # a fresh turn after completion asks again
+    assert [u.request_id for u in third if isinstance(u, RequestInfoUpdate)] == ["wf/review@2#0"]
+    assert calls.count["intake"] == 2
+
+
+async def test_the_answering_turn_returns_the_completed_response() -> None:
+    agent = approval(Calls())
+    waiting = await agent.run("cats").collect()
+    assert waiting.messages == []
+    done = await agent.run("ship it").collect()
+    assert [m.text for m in done.messages] == ["draft on cats: ship it"]
+
+
+async def test_a_typed_tool_message_answers_that_request() -> None:
+    agent = approval(Calls())
+    session = Session()
+    await agent.run("cats", session).collect()
+    answer = ChatMessage.tool_result("wf/review@2#0", json.dumps({"approved": True, "score": 9}))
+    done = await agent.run(answer, session).collect()
+    assert done.text == "draft on cats: {'approved': True, 'score': 9}"
+
+
+async def test_a_waiting_session_survives_json_round_trip() -> None:
+    agent = approval(Calls())
+    session = Session(id="chat")
+    await agent.run("cats", session).collect()
+    restored = Session.from_json(session.to_json())
+    done = await agent.run("fine", restored).collect()
+    assert done.text == "draft on cats: fine"
+
+
+async def test_plain_text_answers_the_oldest_of_several_requests() -> None:
+    async def ask(message: Any, ctx: NodeContext) -> None:
+        answer = await ctx.request_info(f"question from {ctx.node_id}")
+        await ctx.yield_output(ChatMessage.assistant(f"{ctx.node_id}={answer}"))
+
+    calls = Calls()
+    agent = (
+        WorkflowBuilder("wf")
+        .add_fan_out(calls.forward("start"), [calls.node("a", ask), calls.node("b", ask)])
+        .set_start("start")
+        .build()
+        .as_agent()
+    )
+    first = await stream(agent, "go")
+    assert [u.request_id for u in first if isinstance(u, RequestInfoUpdate)] == [
+        "wf/a@1#0",
+        "wf/b@1#0",
+    ]
+    second = await stream(agent, "first answer")
+    assert [u.request_id for u in second if isinstance(u, RequestInfoUpdate)] == ["wf/b@1#0"]
+    final = await agent.run("second answer").collect()
+    assert [m.text for m in final.messages] == ["b=second answer"]
+    assert calls.count == {"start": 1, "a": 2, "b": 3}
+
+
+async def test_a_nested_request_is_reported_once_and_answered_from_the_top() -> None:
+    inner_calls = Calls()
+    inner = approval(inner_calls, "inner")
+    outer_calls = Calls()
+    outer = (
+        WorkflowBuilder("outer")
+        .add_edge(outer_calls.forward("prep"), inner)
+        .add_edge(inner, FunctionExecutor("wrap", _wrap))
+        .set_start("prep")
+        .build()
+        .as_agent()
+    )
+    session = Session()
+    first = await stream(outer, "dogs", session)
+    asks = [u for u in first if isinstance(u, RequestInfoUpdate)]
+    assert [(u.request_id, u.path) for u in asks] == [
+        ("outer/inner/review@2#0", ("outer", "inner"))
+    ]
+    writer_tokens = [u.path for u in first if isinstance(u, TextDelta)]
+    assert writer_tokens == [("outer", "inner", "writer")]
+
+    second = await stream(outer, "approved", session)
+    assert not any(isinstance(u, TextDelta) and u.path[-1] == "writer" for u in second)
+    assert inner_calls.count == {"intake": 1, "review": 2, "publish": 1}
+    assert outer_calls.count == {"prep": 1}
+    invoked = [
+        (u.type, getattr(u, "executor_id", None), u.path)
+        for u in second
+        if u.type.startswith("executor")
+    ]
+    assert invoked == [
+        ("executor_invoking", "inner", ("outer",)),
+        ("executor_invoking", "review", ("outer", "inner")),
+        ("executor_invoked", "review", ("outer", "inner")),
+        ("executor_invoking", "publish", ("outer", "inner")),
+        ("executor_invoked", "publish", ("outer", "inner")),
+        ("executor_invoked", "inner", ("outer",)),
+        ("executor_invoking", "wrap", ("outer",)),
+        ("executor_invoked", "wrap", ("outer",)),
+    ]
+    assert session.keys("") and not [k for k in session.keys("") if k.endswith("#pending")]
+    assert [m.text for m in (await outer.run("again", session).collect()).messages] == []
+    assert inner_calls.count["intake"] == 2  # a fresh turn runs the inner workflow from its start
+    done = await outer.run("yes", session).collect()
+    assert done.text == "wrapped: draft on dogs: yes"
+
+
+async def _wrap(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+    await ctx.yield_output(ChatMessage.assistant(f"wrapped: {conversation[-1].text}"))
+
+
+async def test_a_stale_nested_wait_does_not_leak_into_a_fresh_run() -> None:
+    """A sibling failure while the inner workflow waits leaves no half-state behind."""
+
+    failures = ["sibling broke"]
+
+    async def fail_once(message: Any, ctx: NodeContext) -> None:
+        if failures:
+            await anyio.wait_all_tasks_blocked()  # the inner workflow has ended waiting by now
+            raise RuntimeError(failures.pop())
+
+    inner_calls = Calls()
+    inner = approval(inner_calls, "inner")
+    outer = (
+        WorkflowBuilder("outer")
+        .add_fan_out(
+            FunctionExecutor("split", _forward), [inner, FunctionExecutor("broken", fail_once)]
+        )
+        .set_start("split")
+        .build()
+        .as_agent()
+    )
+    session = Session()
+    with pytest.raises(Exception, match="sibling broke"):
+        await outer.run("dogs", session).collect()
+    assert [k for k in session.keys("") if k.endswith("#pending")] == ["outer/inner#pending"]
+    updates = await stream(outer, "fresh topic", session)
+    asks = [u for u in updates if isinstance(u, RequestInfoUpdate)]
+    assert [u.payload for u in asks] == [{"draft": "draft on fresh topic"}]
+    assert inner_calls.count["intake"] == 2
+
+
+async def _forward(message: Any, ctx: NodeContext) -> None:
+    await ctx.send(message)
+
+
+async def test_parallel_nested_requests_have_distinct_ids_and_are_answered_by_id() -> None:
+    first_calls, second_calls = Calls(), Calls()
+    outer = (
+        WorkflowBuilder("outer")
+        .add_fan_out(
+            FunctionExecutor("split", _forward),
+            [approval(first_calls, "first"), approval(second_calls, "second")],
+        )
+        .set_start("split")
+        .build()
+        .as_agent()
+    )
+    session = Session()
+    updates = await stream(outer, "owls", session)
+    asks = sorted((u.request_id, u.path) for u in updates if isinstance(u, RequestInfoUpdate))
+    assert asks == [
+        ("outer/first/review@2#0", ("outer", "first")),
+        ("outer/second/review@2#0", ("outer", "second")),
+    ]
+    answer = ChatMessage.tool_result("outer/second/review@2#0", json.dumps("second ok"))
+    partial = await stream(outer, answer, session)
+    again = [u.request_id for u in partial if isinstance(u, RequestInfoUpdate)]
+    assert again == ["outer/first/review@2#0"]
+    assert second_calls.count["publish"] == 1 and first_calls.count["publish"] == 0
+    done = await outer.run("first ok", session).collect()
+    assert sorted(m.text for m in done.messages) == ["draft on owls: first ok"]
+    assert first_calls.count == {"intake": 1, "review": 3, "publish": 1}
+    assert second_calls.count == {"intake": 1, "review": 2, "publish": 1}
