@@ -103,7 +103,6 @@ def _short(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-
 async def stream_live(agent: IAgent, prompt: str, console: Console) -> AgentResponse | None:
     """Run `agent` on `prompt`, drawing the live tree on `console`; return the response."""
     view = LiveTree(agent.id)

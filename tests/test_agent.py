@@ -52,7 +52,7 @@ async def test_collect_returns_the_response() -> None:
 
 async def test_iterating_without_entering_shows_the_async_with_form() -> None:
     run = FunctionAgent("e", echo).run("hi")
-    with pytest.raises(TypeError, match="async with agent.run"):
+    with pytest.raises(TypeError, match=r"async with agent\.run"):
         async for _ in run:  # type: ignore[attr-defined]
             pass
     assert (await run.collect()).text == "hi"

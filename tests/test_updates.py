@@ -15,9 +15,9 @@ from raf.updates import (
     RequestInfoUpdate,
     TextDelta,
     ToolCallArgs,
+    ToolCalled,
     ToolCallEnd,
     ToolCallStart,
-    ToolCalled,
     Usage,
     agent_update_adapter,
 )
