@@ -3,7 +3,8 @@
 `ScriptedProvider` plays a script as an `LlmProvider`; `ScriptedOpenAIServer` serves the same
 script as an OpenAI-compatible HTTP endpoint for the real `openai` client. A script is a list
 of turns (`text`, `tool_calls`, `resolve`, `error`) played in order, or a function from the
-request's messages to a turn.
+request's messages to a turn. `Recording` records the model traffic of a whole tree against a
+real endpoint and replays it offline.
 
 Example:
     >>> import anyio
@@ -14,6 +15,7 @@ Example:
     'Hello there'
 """
 
+from raf.testing.recording import Recording as Recording
 from raf.testing.script import ScriptExhausted as ScriptExhausted
 from raf.testing.script import Turn as Turn
 from raf.testing.script import error as error
@@ -24,6 +26,7 @@ from raf.testing.scripted_provider import ScriptedProvider as ScriptedProvider
 from raf.testing.server import ScriptedOpenAIServer as ScriptedOpenAIServer
 
 __all__ = [
+    "Recording",
     "ScriptedProvider",
     "ScriptedOpenAIServer",
     "Turn",
