@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from raf.agent import IAgent
     from raf.engine.context import NodeContext
 
-__all__ = ["AgentExecutor", "Executor", "FunctionExecutor", "HandlerFn"]
+__all__ = ["AgentExecutor", "Executor", "FunctionExecutor", "HandlerFn", "conversation_of"]
 
 HandlerFn = Callable[[Any, "NodeContext"], Awaitable[Any]]
 """`async fn(message, ctx) -> output`: the body of a `FunctionExecutor`."""

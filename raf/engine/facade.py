@@ -225,7 +225,9 @@ class _AgentSink:
     def failure(self) -> AgentError:
         """The exception a failed run raises (an `AgentError` from a node as itself)."""
         error = self.error
-        node = self.error_node or "?"
+        # A failure outside any node (a session key that cannot be checkpointed) is the
+        # workflow's own.
+        node = self.error_node or (self.path[-1] if self.path else "?")
         if isinstance(error, AgentError):
             return error.with_path(self.path)
         failure = WorkflowFailure(node, error, path=self.path)

@@ -85,9 +85,18 @@ class WorkflowStream:
         )
 
     async def _drive(self, send: MemoryObjectSendStream[WorkflowEvent]) -> None:
+        send_nowait = send.send_nowait
+
+        async def sink(event: WorkflowEvent) -> None:
+            # Wait (and let the consumer run) only when the buffer is full.
+            try:
+                send_nowait(event)
+            except anyio.WouldBlock:
+                await send.send(event)
+
         async with send:
             try:
-                await self._body(send.send)
+                await self._body(sink)
             except Exception as exc:
                 self._error = unwrap(exc)
 
@@ -111,7 +120,12 @@ class _Events:
 
     async def __anext__(self) -> WorkflowEvent:
         try:
-            return await self._receive.receive()
+            return self._receive.receive_nowait()
+        except anyio.WouldBlock:
+            try:
+                return await self._receive.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                pass
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             pass
         error = self._stream.take_error()

@@ -173,3 +173,16 @@ async def test_a_checkpoint_survives_reopening_a_sqlite_store(tmp_path: Path) ->
         resumed = await pipeline(calls).resume(middle, reopened)
     assert calls.count == {"join": 1, "report": 1}
     assert [m.text for m in resumed.outputs] == ["in>start>left>deep + in>start>right"]
+
+
+async def test_resume_stream_streams_the_continued_run() -> None:
+    store = MemoryCheckpointStore()
+    await pipeline(Calls()).run("in", Session(id="s", store=store))
+    third = (await store.list("s"))[2]
+    checkpoint = await store.load(third)
+    assert [node for node, _ in checkpoint.data["pending"]] == ["join"]
+    async with pipeline(Calls()).resume_stream(third, store) as events:
+        seen = [event async for event in events]
+    invoked = [e.node_id for e in seen if isinstance(e, NodeInvoking)]
+    assert invoked == ["join", "report"]
+    assert isinstance(seen[-1], CheckpointSaved) and seen[-1].superstep == 4

@@ -17,3 +17,28 @@ def test_the_event_named_workflow_error_is_not_the_exception() -> None:
 
     assert raf.engine.WorkflowError is not raf.errors.WorkflowError
     assert not issubclass(raf.engine.WorkflowError, BaseException)
+
+
+def test_the_docstring_examples_run() -> None:
+    import doctest
+    import importlib
+    import pkgutil
+
+    for module_info in pkgutil.iter_modules(raf.engine.__path__):
+        module = importlib.import_module(f"raf.engine.{module_info.name}")
+        failed, _ = doctest.testmod(module)
+        assert failed == 0, f"raf.engine.{module_info.name} has a failing docstring example"
+
+
+def test_with_kind_returns_a_copy() -> None:
+    from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
+
+    async def noop(message: object, ctx: NodeContext) -> None:
+        return None
+
+    graph = WorkflowBuilder("w").add_executor(FunctionExecutor("a", noop)).set_start("a").build()
+    named = graph.with_kind("pipeline")
+    assert (graph.kind, named.kind) == ("graph", "pipeline")
+    assert named.as_agent().metadata.kind == "pipeline"
+    assert named.as_agent(kind="custom").metadata.kind == "custom"
+    assert named.executors == graph.executors

@@ -227,3 +227,21 @@ async def test_parallel_nested_requests_have_distinct_ids_and_are_answered_by_id
     assert sorted(m.text for m in done.messages) == ["draft on owls: first ok"]
     assert first_calls.count == {"intake": 1, "review": 3, "publish": 1}
     assert second_calls.count == {"intake": 1, "review": 2, "publish": 1}
+
+
+async def test_an_agent_run_checkpoints_and_its_checkpoint_resumes_directly() -> None:
+    from raf.stores import MemoryCheckpointStore
+
+    calls = Calls()
+    agent = approval(calls)
+    store = MemoryCheckpointStore()
+    session = Session(id="chat", store=store)
+    await agent.run("cats", session).collect()
+    latest = await store.latest("chat")
+    assert latest is not None
+    checkpoint = await store.load(latest)
+    assert checkpoint.data["scope"] == ["wf"]
+    done = await agent.workflow.resume(latest, store, responses={"wf/review@2#0": "printed"})
+    assert done.status == "completed"
+    assert [m.text for m in done.outputs] == ["draft on cats: printed"]
+    assert calls.count == {"intake": 1, "review": 2, "publish": 1}
