@@ -189,3 +189,67 @@ async def test_reset_reaches_every_participant() -> None:
     await outer.reset()
     assert (await leaf.run("direct").collect()).text == "1"
     assert (await outer.run("x").collect()).text == "1"
+
+
+class ForeignAgent:
+    """An IAgent written without raf's base class: it wraps a FunctionAgent's run()."""
+
+    def __init__(self, agent_id: str) -> None:
+        self._inner = FunctionAgent(agent_id, lambda m: f"{agent_id} saw {len(m)}")
+
+    @property
+    def id(self) -> str:
+        return self._inner.id
+
+    @property
+    def metadata(self):  # type: ignore[no-untyped-def]
+        return self._inner.metadata
+
+    def get_subagent(self, agent_id: str) -> IAgent | None:
+        return None
+
+    def run(self, messages, session=None, options=None):  # type: ignore[no-untyped-def]
+        return self._inner.run(messages, session, options)
+
+    async def reset(self) -> None:
+        await self._inner.reset()
+
+
+async def test_any_iagent_takes_part_in_any_pattern() -> None:
+    foreign = ForeignAgent("ext")
+    assert isinstance(foreign, IAgent)
+    inner = SequentialBuilder(id="inner").add_agent(FunctionAgent("a", lambda m: "A"))
+    inner.add_agent(foreign)
+    root = ConcurrentBuilder(id="root").add_agent(inner.build().as_agent())
+    root.add_agent(ForeignAgent("ext2"))
+    agent = root.build().as_agent()
+    items = await _stream(agent, "go")
+    texts = {(u.path, u.text) for u in items if u.type == "text_delta"}
+    assert (("root", "inner", "ext"), "ext saw 2") in texts
+    assert (("root", "ext2"), "ext2 saw 1") in texts
+    response = await agent.run("go").collect()
+    # history (3 messages) + the new one: ext sees 5 (after A), ext2 sees 4
+    assert [m.text for m in response.messages] == ["ext saw 5", "ext2 saw 4"]
+
+
+async def test_a_failed_workflow_is_not_poisoned() -> None:
+    calls = 0
+
+    def flaky(messages: list[ChatMessage]) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("first run fails")
+        return "recovered"
+
+    agent = (
+        ConcurrentBuilder(id="c")
+        .add_agent(
+            SequentialBuilder(id="s").add_agent(FunctionAgent("f", flaky)).build().as_agent()
+        )
+        .build()
+        .as_agent()
+    )
+    with pytest.raises(WorkflowError, match="first run fails"):
+        await agent.run("x").collect()
+    assert (await agent.run("x").collect()).text == "recovered"
