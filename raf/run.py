@@ -128,7 +128,10 @@ class AgentRun:
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._tg is not None and self._exit is not None
-        self._tg.cancel_scope.cancel()
+        if self._state != "finished":
+            # Cancelling is only needed while the body still runs (and costs a few tasks'
+            # worth of scheduling on asyncio when it does not).
+            self._tg.cancel_scope.cancel()
         self._state = "done"
         # The consumer's own exception is not fed into the task group: it would come back
         # wrapped in an exception group. The producer never raises (it keeps its error).
@@ -149,6 +152,7 @@ class AgentRun:
                 self.response = await self._body(_buffered_emit(send))
             except Exception as exc:
                 self._error = exc
+        self._state = "finished"
 
     def __aiter__(self) -> AsyncIterator[AgentUpdate]:
         raise TypeError(

@@ -36,11 +36,12 @@ class WorkflowStream:
         ...             print(type(event).__name__)
     """
 
-    __slots__ = ("_body", "_error", "_exit", "_started", "_tg")
+    __slots__ = ("_body", "_error", "_exit", "_finished", "_started", "_tg")
 
     def __init__(self, body: StreamBody) -> None:
         self._body = body
         self._started = False
+        self._finished = False
         self._error: BaseException | None = None
         self._exit: AsyncExitStack | None = None
         self._tg: TaskGroup | None = None
@@ -64,7 +65,8 @@ class WorkflowStream:
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._tg is not None and self._exit is not None
-        self._tg.cancel_scope.cancel()
+        if not self._finished:
+            self._tg.cancel_scope.cancel()
         # The consumer's own exception is not fed into the task group (it would come back in
         # an exception group); the producer never raises, it keeps its error for the iterator.
         single: BaseException | None = None
@@ -99,6 +101,7 @@ class WorkflowStream:
                 await self._body(sink)
             except Exception as exc:
                 self._error = unwrap(exc)
+        self._finished = True
 
     def take_error(self) -> BaseException | None:
         """The run's own error, once (the iterator raises it at the end)."""

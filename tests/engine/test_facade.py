@@ -398,3 +398,31 @@ def test_children_of_the_facade_are_found_through_as_agent() -> None:
     agent = WorkflowBuilder("w").add_executor(Custom(hidden)).set_start("custom").build().as_agent()
     children: Sequence[IAgent] = agent.subagents()
     assert list(children) == [hidden]
+
+
+async def test_a_slow_consumer_back_pressures_the_run_through_one_bounded_stream() -> None:
+    from raf.run import STREAM_BUFFER
+
+    produced = 0
+
+    async def chatter(message: Any, ctx: NodeContext) -> None:
+        nonlocal produced
+        for _ in range(STREAM_BUFFER * 3):
+            await ctx.emit(TextDelta(text="x"))
+            produced += 1
+
+    agent = (
+        WorkflowBuilder("w")
+        .add_executor(FunctionExecutor("chatter", chatter))
+        .set_start("chatter")
+        .build()
+        .as_agent()
+    )
+    async with agent.run("go") as updates:
+        first = await updates.__anext__()
+        assert isinstance(first, ExecutorInvoking)
+        await anyio.wait_all_tasks_blocked()
+        assert STREAM_BUFFER - 1 <= produced <= STREAM_BUFFER + 1  # blocked on the full buffer
+        rest = [u async for u in updates]
+    assert produced == STREAM_BUFFER * 3
+    assert sum(isinstance(u, TextDelta) for u in rest) == STREAM_BUFFER * 3
