@@ -19,14 +19,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from raf.adapters import AdapterBinding as AdapterBinding
-from raf.adapters import AdapterFn as AdapterFn
-from raf.adapters import RoleFn as RoleFn
-from raf.adapters import Step as Step
-from raf.adapters import ThreadContext as ThreadContext
-from raf.adapters import agent_to_adapter as agent_to_adapter
-from raf.adapters import create_llm_adapter as create_llm_adapter
-from raf.adapters import create_react_adapter as create_react_adapter
 from raf.agent import AgentMetadata as AgentMetadata
 from raf.agent import AgentRun as AgentRun
 from raf.agent import BaseAgent as BaseAgent
@@ -35,16 +27,6 @@ from raf.agent import RunOptions as RunOptions
 from raf.agent import Session as Session
 from raf.agent import invoke_agent as invoke_agent
 from raf.budget import Budget as Budget
-from raf.builders import ConcurrentBuilder as ConcurrentBuilder
-from raf.builders import SequentialBuilder as SequentialBuilder
-from raf.engine import AgentExecutor as AgentExecutor
-from raf.engine import Executor as Executor
-from raf.engine import FunctionExecutor as FunctionExecutor
-from raf.engine import NodeContext as NodeContext
-from raf.engine import Workflow as Workflow
-from raf.engine import WorkflowAgent as WorkflowAgent
-from raf.engine import WorkflowBuilder as WorkflowBuilder
-from raf.engine import WorkflowResult as WorkflowResult
 from raf.errors import AgentError as AgentError
 from raf.errors import BudgetExceeded as BudgetExceeded
 from raf.errors import GraphValidationError as GraphValidationError
@@ -63,20 +45,7 @@ from raf.messages import ReasoningContent as ReasoningContent
 from raf.messages import TextContent as TextContent
 from raf.messages import ToolCallContent as ToolCallContent
 from raf.messages import ToolResultContent as ToolResultContent
-from raf.providers.base import LlmProvider as LlmProvider
-from raf.providers.retry import RetryPolicy as RetryPolicy
-from raf.react import ReactAgent as ReactAgent
-from raf.registry import AgentRegistry as AgentRegistry
-from raf.registry import AgentTree as AgentTree
-from raf.registry import walk as walk
 from raf.run import RunContext as RunContext
-from raf.stores import Checkpoint as Checkpoint
-from raf.stores import CheckpointStore as CheckpointStore
-from raf.stores import MemoryCheckpointStore as MemoryCheckpointStore
-from raf.stores import SqliteCheckpointStore as SqliteCheckpointStore
-from raf.tools import Tool as Tool
-from raf.tools import ToolDefinition as ToolDefinition
-from raf.tools import tool as tool
 from raf.updates import AgentResponse as AgentResponse
 from raf.updates import AgentUpdate as AgentUpdate
 from raf.updates import ExecutorInvoked as ExecutorInvoked
@@ -92,19 +61,82 @@ from raf.updates import ToolCallStart as ToolCallStart
 from raf.updates import Usage as Usage
 
 if TYPE_CHECKING:
+    from raf.adapters import AdapterBinding as AdapterBinding
+    from raf.adapters import AdapterFn as AdapterFn
+    from raf.adapters import RoleFn as RoleFn
+    from raf.adapters import Step as Step
+    from raf.adapters import ThreadContext as ThreadContext
+    from raf.adapters import agent_to_adapter as agent_to_adapter
+    from raf.adapters import create_llm_adapter as create_llm_adapter
+    from raf.adapters import create_react_adapter as create_react_adapter
+    from raf.builders import ConcurrentBuilder as ConcurrentBuilder
+    from raf.builders import SequentialBuilder as SequentialBuilder
+    from raf.engine import AgentExecutor as AgentExecutor
+    from raf.engine import Executor as Executor
+    from raf.engine import FunctionExecutor as FunctionExecutor
+    from raf.engine import NodeContext as NodeContext
+    from raf.engine import Workflow as Workflow
+    from raf.engine import WorkflowAgent as WorkflowAgent
+    from raf.engine import WorkflowBuilder as WorkflowBuilder
+    from raf.engine import WorkflowResult as WorkflowResult
+    from raf.providers.base import LlmProvider as LlmProvider
     from raf.providers.openai import OpenAIProvider as OpenAIProvider
     from raf.providers.openai import create_client as create_client
+    from raf.providers.retry import RetryPolicy as RetryPolicy
+    from raf.react import ReactAgent as ReactAgent
+    from raf.registry import AgentRegistry as AgentRegistry
+    from raf.registry import AgentTree as AgentTree
+    from raf.registry import walk as walk
+    from raf.stores import Checkpoint as Checkpoint
+    from raf.stores import CheckpointStore as CheckpointStore
+    from raf.stores import MemoryCheckpointStore as MemoryCheckpointStore
     from raf.stores import PostgresCheckpointStore as PostgresCheckpointStore
+    from raf.stores import SqliteCheckpointStore as SqliteCheckpointStore
+    from raf.tools import Tool as Tool
+    from raf.tools import ToolDefinition as ToolDefinition
+    from raf.tools import tool as tool
 
-_LAZY = {
+# Everything past the agent contract loads on first use, so `import raf` stays fast.
+_LAZY: dict[str, str] = {
+    "AdapterBinding": "raf.adapters",
+    "AdapterFn": "raf.adapters",
+    "AgentExecutor": "raf.engine",
+    "AgentRegistry": "raf.registry",
+    "AgentTree": "raf.registry",
+    "Checkpoint": "raf.stores",
+    "CheckpointStore": "raf.stores",
+    "ConcurrentBuilder": "raf.builders",
+    "Executor": "raf.engine",
+    "FunctionExecutor": "raf.engine",
+    "LlmProvider": "raf.providers.base",
+    "MemoryCheckpointStore": "raf.stores",
+    "NodeContext": "raf.engine",
     "OpenAIProvider": "raf.providers.openai",
-    "create_client": "raf.providers.openai",
     "PostgresCheckpointStore": "raf.stores",
+    "ReactAgent": "raf.react",
+    "RetryPolicy": "raf.providers.retry",
+    "RoleFn": "raf.adapters",
+    "SequentialBuilder": "raf.builders",
+    "SqliteCheckpointStore": "raf.stores",
+    "Step": "raf.adapters",
+    "ThreadContext": "raf.adapters",
+    "Tool": "raf.tools",
+    "ToolDefinition": "raf.tools",
+    "Workflow": "raf.engine",
+    "WorkflowAgent": "raf.engine",
+    "WorkflowBuilder": "raf.engine",
+    "WorkflowResult": "raf.engine",
+    "agent_to_adapter": "raf.adapters",
+    "create_client": "raf.providers.openai",
+    "create_llm_adapter": "raf.adapters",
+    "create_react_adapter": "raf.adapters",
+    "tool": "raf.tools",
+    "walk": "raf.registry",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """Load names whose modules import heavy dependencies (openai) on first use."""
+    """Load a public name from its module on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'raf' has no attribute {name!r}")
@@ -113,6 +145,10 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

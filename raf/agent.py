@@ -48,7 +48,7 @@ _ID = re.compile(r"^[^/#\s][^/#]*$")
 class AgentMetadata(BaseModel):
     """What an agent says about itself; `children` are its direct subagents' ids."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     """Unique among siblings; a path segment."""
@@ -72,7 +72,7 @@ class RunOptions(BaseModel):
         30.0
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     max_rounds: int | None = Field(default=None, ge=1)
     """Model calls allowed to each ReAct loop (overrides the agent's own `max_rounds`)."""

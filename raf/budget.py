@@ -16,7 +16,7 @@ from raf.errors import AgentPath, BudgetExceeded, format_path
 class Budget(BaseModel):
     """Limits for a run's whole tree; `None` means unlimited."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     tokens: int | None = Field(default=None, ge=0)
     """Total input plus output tokens of every model call in the tree."""

@@ -17,7 +17,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class TextContent(_Frozen):
@@ -118,7 +118,9 @@ class ChatMessage(_Frozen):
 MessagesInput = str | ChatMessage | Sequence[ChatMessage]
 """What `IAgent.run` accepts: a user text, one message, or a conversation."""
 
-message_list_adapter: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
+message_list_adapter: TypeAdapter[list[ChatMessage]] = TypeAdapter(
+    list[ChatMessage], config=ConfigDict(defer_build=True)
+)
 
 
 def as_messages(messages: MessagesInput) -> list[ChatMessage]:

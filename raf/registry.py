@@ -25,7 +25,7 @@ AgentPath = tuple[str, ...]
 class AgentTree(BaseModel):
     """A JSON-able view of an agent and its descendants."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     """The agent's id."""

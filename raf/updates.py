@@ -20,7 +20,7 @@ AgentPath = tuple[str, ...]
 
 
 class _Item(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     path: AgentPath = ()
     """Agent ids from the agent that was run down to the producer of this item."""
@@ -166,7 +166,9 @@ AgentUpdate = Annotated[
 ]
 """Any item of an agent's stream."""
 
-agent_update_adapter: TypeAdapter[AgentUpdate] = TypeAdapter(AgentUpdate)
+agent_update_adapter: TypeAdapter[AgentUpdate] = TypeAdapter(
+    AgentUpdate, config=ConfigDict(defer_build=True)
+)
 
 
 class AgentResponse(BaseModel):
@@ -177,7 +179,7 @@ class AgentResponse(BaseModel):
         'ok'
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, arbitrary_types_allowed=True)
 
     messages: list[ChatMessage] = Field(default_factory=lambda: list[ChatMessage]())
     """Messages the agent added to the conversation."""

@@ -43,7 +43,7 @@ class AdapterFn(Protocol):
 class Step(BaseModel):
     """One earlier role output of a thread."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     role: str
     """The role that produced it."""
@@ -56,7 +56,7 @@ class Step(BaseModel):
 class ThreadContext(BaseModel):
     """The thread a role works on: its opening messages and the role outputs so far."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     thread_id: str
     """Identifies the thread (the topic)."""

@@ -34,7 +34,7 @@ class RetryPolicy(BaseModel):
         1
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     max_attempts: int = Field(default=4, ge=1, le=100)
     """Attempts in total, the first one included; 1 disables retries."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from raf.messages import ChatMessage
@@ -54,12 +53,6 @@ def resolve_definition(schema: type[BaseModel]) -> ToolDefinition:
 
 def check_resolve(schema: type[BaseModel], arguments: str) -> tuple[Any, ToolResult]:
     """Validate resolve `arguments` against `schema`: (the value, or None; the tool result)."""
-    if _has_non_finite(arguments):
-        return None, ToolResult(
-            f"invalid arguments for tool {RESOLVE_TOOL_NAME!r}: Infinity and NaN are not JSON "
-            f"numbers. Use finite numbers and call {RESOLVE_TOOL_NAME} again.",
-            is_error=True,
-        )
     try:
         value = schema.model_validate_json(arguments or "{}")
     except ValidationError as exc:
@@ -68,23 +61,25 @@ def check_resolve(schema: type[BaseModel], arguments: str) -> tuple[Any, ToolRes
             f"{describe_validation_error(exc)}. Fix them and call {RESOLVE_TOOL_NAME} again.",
             is_error=True,
         )
+    if not _survives_json(schema, value):
+        return None, ToolResult(
+            f"invalid arguments for tool {RESOLVE_TOOL_NAME!r}: Infinity and NaN are not JSON "
+            f"numbers. Use finite numbers and call {RESOLVE_TOOL_NAME} again.",
+            is_error=True,
+        )
     return value, ACCEPTED
 
 
-def _has_non_finite(arguments: str) -> bool:
-    # The output is re-sent as JSON, where these constants do not exist (they would turn
-    # into null); the substring test keeps the common case to one parse.
-    if "Infinity" not in arguments and "NaN" not in arguments:
-        return False
+def _survives_json(schema: type[BaseModel], value: BaseModel) -> bool:
+    """True when the value comes back equal from its JSON (the output is re-sent as JSON).
+
+    Non-finite floats (from `Infinity`, `NaN`, or lax strings such as "inf") would turn into
+    null there; NaN never equals itself, so it fails too.
+    """
     try:
-        pydantic_core.from_json(arguments, allow_inf_nan=False)
-    except ValueError:
-        try:
-            pydantic_core.from_json(arguments)
-        except ValueError:
-            return False  # malformed anyway; validation reports it
-        return True
-    return False
+        return schema.model_validate_json(value.model_dump_json()) == value
+    except ValidationError:
+        return False
 
 
 def correction_message() -> ChatMessage:

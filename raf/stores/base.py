@@ -38,7 +38,7 @@ class CheckpointVersionError(ValueError):
 class Checkpoint(BaseModel):
     """One saved state of a workflow run, taken after a superstep."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     version: int = CHECKPOINT_FORMAT_VERSION
     """Format version of `data`; a store refuses versions it does not know."""
@@ -59,7 +59,7 @@ class Checkpoint(BaseModel):
 class StoredEvent(BaseModel):
     """One entry of the append-only event log (`events(id, occurred_at, kind, key, hash, meta, code_rev)`)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     """ULID-like id, sortable by time."""

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class ToolDefinition(BaseModel):
     """A tool's name, description and JSON-schema parameters."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     """What the model calls it."""
