@@ -20,7 +20,9 @@ AgentPath = tuple[str, ...]
 
 
 class _Item(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        defer_build=True, frozen=True, extra="forbid", arbitrary_types_allowed=True
+    )
 
     path: AgentPath = ()
     """Agent ids from the agent that was run down to the producer of this item."""
