@@ -106,9 +106,7 @@ class Usage(_Item):
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage.model_construct(
-            type="usage",
-            path=(),
+        return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
         )

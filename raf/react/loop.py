@@ -81,9 +81,13 @@ class ReactLoop:
     label: str = "the ReAct loop"
     """Who runs the loop, for error messages."""
     _names: frozenset[str] = field(init=False, repr=False)
+    _system: tuple[ChatMessage, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_names", frozenset(d.name for d in self.tools))
+        # Built once: messages are frozen, so every run can share it.
+        system = (ChatMessage.system(self.instructions),) if self.instructions else ()
+        object.__setattr__(self, "_system", system)
 
     async def run(self, messages: Sequence[ChatMessage], ctx: RunContext) -> AgentResponse:
         """Run the loop on `messages` (the conversation), streaming through `ctx.emit`.
@@ -93,19 +97,16 @@ class ReactLoop:
             BudgetExceeded: when the run's budget of rounds or tokens is crossed.
             ProviderError: when the model fails.
         """
-        conversation: list[ChatMessage] = (
-            [ChatMessage.system(self.instructions), *messages]
-            if self.instructions
-            else list(messages)
-        )
+        conversation: list[ChatMessage] = [*self._system, *messages]
         added: list[ChatMessage] = []
-        usage = Usage()
+        tokens_in = tokens_out = 0
         schema = self.output_schema
         rounds = ctx.options.max_rounds or self.max_rounds
         for _ in range(rounds):
             ctx.charge_round()
             completion, round_usage = await self._call_model(conversation, ctx)
-            usage = usage + round_usage
+            tokens_in += round_usage.input_tokens
+            tokens_out += round_usage.output_tokens
             ctx.charge_tokens(round_usage.total_tokens)
             message = self._assistant(completion)
             conversation.append(message)
@@ -113,7 +114,9 @@ class ReactLoop:
             await ctx.emit(MessageCompleted(message=message, path=ctx.path))
             if not completion.tool_calls:
                 if schema is None:
-                    return AgentResponse(messages=added, usage=usage, value=None)
+                    return AgentResponse(
+                        messages=added, usage=_usage(tokens_in, tokens_out, ()), value=None
+                    )
                 conversation.append(correction_message())
                 continue
             results, resolved, value = await self._run_calls(completion.tool_calls, ctx)
@@ -128,7 +131,9 @@ class ReactLoop:
                 )
                 added.append(final)
                 await ctx.emit(MessageCompleted(message=final, path=ctx.path))
-                return AgentResponse(messages=added, usage=usage, value=value)
+                return AgentResponse(
+                    messages=added, usage=_usage(tokens_in, tokens_out, ()), value=value
+                )
         goal = "submitting its output through resolve" if schema else "a final answer"
         raise MaxRoundsExceeded(
             f"{self.label} made {rounds} model calls without {goal}; raise max_rounds "
