@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 import anyio.lowlevel
 
+from raf._streaming import unwrap_group as unwrap
 from raf.engine.checkpointing import save_checkpoint
 from raf.engine.codec import CheckpointValueError
 from raf.engine.context import NodeContext, NodeWork, Suspended
@@ -315,17 +316,6 @@ class Runner:
         )
         await self.sink(WorkflowError(error, node_id=nodes[0]))
         return "failed"
-
-
-def unwrap(error: BaseException) -> BaseException:
-    """The only exception of (nested) single-member exception groups, else `error` itself."""
-    current: Any = error
-    while isinstance(current, BaseExceptionGroup):
-        members: tuple[BaseException, ...] = cast(Any, current).exceptions
-        if len(members) != 1:
-            break
-        current = members[0]
-    return cast(BaseException, current)
 
 
 def _split_waits(

@@ -401,7 +401,7 @@ def test_children_of_the_facade_are_found_through_as_agent() -> None:
 
 
 async def test_a_slow_consumer_back_pressures_the_run_through_one_bounded_stream() -> None:
-    from raf.run import STREAM_BUFFER
+    from raf._streaming import STREAM_BUFFER
 
     produced = 0
 

@@ -1,0 +1,157 @@
+"""`ProducerStream`: work run in a task group, its items handed to the consumer through one stream.
+
+The shared machinery of `AgentRun` and `WorkflowStream`. `__aenter__` starts the body in a task
+group it owns and returns the iterator; leaving the block cancels the body if it still runs.
+Items go through one bounded memory stream: the body waits only when the buffer is full, so a
+slow consumer back-pressures it while a fast one costs no task switch per item. The body never
+raises into the task group: its error is kept and raised by the iterator after the items
+produced before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Generic, TypeVar, cast
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+STREAM_BUFFER = 256
+"""Items buffered between a producer and its consumer before the producer waits."""
+
+Send = Callable[[T], Awaitable[None]]
+"""Hands one item to the consumer."""
+
+
+def unwrap_group(error: BaseException) -> BaseException:
+    """The only exception of a (nested) single-member exception group, else `error`."""
+    current = error
+    while isinstance(current, BaseExceptionGroup):
+        members = cast("BaseExceptionGroup[BaseException]", current).exceptions
+        if len(members) != 1:
+            break
+        current = members[0]
+    return cast(BaseException, current)
+
+
+class ProducerStream(Generic[T, R]):
+    """Runs `body(send)` while the consumer iterates what it sends.
+
+    Subclasses set `misuse`, the message of the `TypeError` raised when the stream is iterated
+    without `async with`.
+    """
+
+    __slots__ = ("_body", "_error", "_receive", "_state", "_tg", "result")
+
+    misuse = "enter the stream with `async with` before iterating it"
+
+    def __init__(self, body: Callable[[Send[T]], Awaitable[R]]) -> None:
+        self._body = body
+        self._state = "new"
+        self._error: BaseException | None = None
+        self._tg: TaskGroup | None = None
+        self._receive: MemoryObjectReceiveStream[T] | None = None
+        self.result: R | None = None
+        """What the body returned, once it finished without error."""
+
+    def _claim(self) -> None:
+        if self._state != "new":
+            raise RuntimeError(f"a {type(self).__name__} runs once; start a new one to run again")
+        self._state = "started"
+
+    async def __aenter__(self) -> AsyncIterator[T]:
+        self._claim()
+        send, receive = anyio.create_memory_object_stream[T](STREAM_BUFFER)
+        self._receive = receive
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        tg.start_soon(self._drive, send)
+        return _Items(self._take_error, receive)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        tg, receive = self._tg, self._receive
+        assert tg is not None and receive is not None
+        if self._state != "finished":
+            tg.cancel_scope.cancel()
+        self._state = "done"
+        # The consumer's own exception is not fed into the task group: it would come back
+        # wrapped in an exception group. The body never raises there (it keeps its error).
+        single: BaseException | None = None
+        try:
+            await tg.__aexit__(None, None, None)
+        except BaseExceptionGroup as group:
+            single = unwrap_group(group)
+            if single is group:
+                raise
+        finally:
+            receive.close()
+        if single is not None:
+            raise single
+        return None
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        raise TypeError(self.misuse)
+
+    async def _drive(self, send: MemoryObjectSendStream[T]) -> None:
+        send_nowait = send.send_nowait
+
+        async def hand_over(item: T) -> None:
+            try:
+                send_nowait(item)
+            except anyio.WouldBlock:
+                await send.send(item)
+
+        with send:
+            try:
+                self.result = await self._body(hand_over)
+            except Exception as exc:
+                self._error = unwrap_group(exc)
+        self._state = "finished"
+
+    def _take_error(self) -> BaseException | None:
+        error, self._error = self._error, None
+        return error
+
+
+class _Items(Generic[T]):
+    """The consumer's iterator: buffered items first, then the body's error, if any."""
+
+    __slots__ = ("_receive", "_take_error")
+
+    def __init__(
+        self,
+        take_error: Callable[[], BaseException | None],
+        receive: MemoryObjectReceiveStream[T],
+    ) -> None:
+        self._take_error = take_error
+        self._receive = receive
+
+    def __aiter__(self) -> _Items[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        try:
+            # Take what is buffered without a scheduling point; wait only when it is empty.
+            return self._receive.receive_nowait()
+        except anyio.WouldBlock:
+            try:
+                return await self._receive.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                pass
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            pass
+        error = self._take_error()
+        if error is not None:
+            raise error
+        raise StopAsyncIteration
