@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -84,7 +85,10 @@ class RunOptions(BaseModel):
     """Free-form data for your own agents and tools."""
 
 
-DEFAULT_OPTIONS = RunOptions()
+@functools.cache
+def default_options() -> RunOptions:
+    """The `RunOptions()` runs use when given none (built on first use: import stays fast)."""
+    return RunOptions()
 
 
 @runtime_checkable
@@ -205,7 +209,7 @@ class BaseAgent(ABC):
         """Start a run of this agent; see `IAgent.run`."""
         new_messages = as_messages(messages)
         run_session = session if session is not None else self._default_session
-        run_options = options if options is not None else DEFAULT_OPTIONS
+        run_options = options if options is not None else default_options()
 
         async def body(emit: Emit) -> AgentResponse:
             budget = run_options.budget

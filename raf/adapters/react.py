@@ -24,7 +24,7 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel
 
 from raf.adapters.thread import AdapterFn, RoleFn, ThreadContext, thread_messages
-from raf.agent import DEFAULT_OPTIONS
+from raf.agent import default_options
 from raf.messages import ToolCallContent
 from raf.providers.base import LlmProvider
 from raf.react.loop import ReactLoop
@@ -80,7 +80,7 @@ def create_react_adapter(
         )
 
         async def role(thread: ThreadContext) -> M:
-            ctx = RunContext((), Session(), DEFAULT_OPTIONS, discard)
+            ctx = RunContext((), Session(), default_options(), discard)
             response = await loop.run(thread_messages(thread), ctx)
             return cast(M, response.value)
 

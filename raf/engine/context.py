@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from raf.agent import DEFAULT_OPTIONS, invoke_agent
+from raf.agent import default_options, invoke_agent
 from raf.engine.edges import Outbox
 from raf.engine.events import NodeStreaming, WorkflowOutput
 from raf.engine.state import PendingRequest, Suspension
@@ -157,7 +157,7 @@ class NodeContext:
             context = RunContext(
                 runner.scope,
                 runner.session,
-                DEFAULT_OPTIONS,
+                default_options(),
                 self._stream,
                 extras=runner.extras,
             )

@@ -8,14 +8,14 @@ calls run out.
 
 Example:
     >>> import anyio
-    >>> from raf.agent import DEFAULT_OPTIONS, Session
+    >>> from raf.agent import default_options, Session
     >>> from raf.run import RunContext, discard
     >>> from raf.testing.script import text
     >>> from raf.testing.scripted_provider import ScriptedProvider
     >>> async def no_tools(call, ctx):
     ...     raise AssertionError("no tools here")
     >>> loop = ReactLoop(ScriptedProvider([text("hello")]), "Greet.", (), no_tools)
-    >>> ctx = RunContext(("greeter",), Session(), DEFAULT_OPTIONS, discard)
+    >>> ctx = RunContext(("greeter",), Session(), default_options(), discard)
     >>> anyio.run(loop.run, [ChatMessage.user("hi")], ctx).text
     'hello'
 """
