@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from raf.agent import DEFAULT_OPTIONS, RunOptions
+from raf.agent import RunOptions, default_options
 from raf.budget import Budget
 from raf.errors import BudgetExceeded, MaxRoundsExceeded, ProviderError
 from raf.messages import ChatMessage, ToolCallContent
@@ -291,6 +291,6 @@ async def test_a_failing_dispatcher_surfaces_as_itself_not_as_a_group() -> None:
     loop = ReactLoop(
         ScriptedProvider([tool_calls(("slow", {}), ("bad", {}))]), "", definitions, dispatch
     )
-    ctx = RunContext(("loop",), Session(), DEFAULT_OPTIONS, discard)
+    ctx = RunContext(("loop",), Session(), default_options(), discard)
     with anyio.fail_after(5), pytest.raises(RuntimeError, match="dispatcher bug"):
         await loop.run([ChatMessage.user("go")], ctx)

@@ -7,7 +7,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from raf.agent import DEFAULT_OPTIONS
+from raf.agent import default_options
 from raf.errors import ToolError
 from raf.run import RunContext, discard
 from raf.session import Session
@@ -160,7 +160,7 @@ async def test_a_run_context_parameter_receives_the_context() -> None:
         return where.upper() if loud else where
 
     assert "ctx" not in whoami.definition.parameters["properties"]
-    ctx = RunContext(("team", "writer"), Session(), DEFAULT_OPTIONS, discard)
+    ctx = RunContext(("team", "writer"), Session(), default_options(), discard)
     assert await whoami.call('{"loud": true}', ctx) == ToolResult("TEAM/WRITER")
     without = await whoami.call("{}")
     assert without.is_error and "run context" in without.text
