@@ -1,0 +1,45 @@
+"""`raf demo` on a real OpenAI-compatible endpoint (here: the scripted server over HTTP)."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from raf.demo import run_demo
+from raf.messages import ChatMessage
+from raf.testing import ScriptedOpenAIServer, Turn, text, tool_calls
+
+pytestmark = pytest.mark.anyio
+
+TOOLS = {  # how each tool-using agent's instructions begin, and its tool
+    "Find the sights": "find_sights",
+    "Estimate the cost": "estimate_cost",
+    "Get the weekend forecast": "forecast",
+}
+ARGS = {
+    "find_sights": {"city": "Porto"},
+    "estimate_cost": {"days": 3},
+    "forecast": {"city": "Porto"},
+}
+
+
+def endpoint(messages: list[ChatMessage]) -> Turn:
+    """Answers like a model would: call the agent's tool once, then sum it up."""
+    instructions = messages[0].text
+    tool = next((t for start, t in TOOLS.items() if instructions.startswith(start)), None)
+    if tool is not None and messages[-1].role != "tool":
+        return tool_calls((tool, ARGS[tool]))
+    return text(f"done: {messages[-1].text or 'tool used'}"[:60])
+
+
+async def test_demo_uses_the_configured_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    console = Console(record=True, width=120, color_system=None)
+    async with ScriptedOpenAIServer(endpoint) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("RAF_MODEL", "demo-model")
+        assert await run_demo(console, "A weekend in Porto.") == 0
+    out = console.export_text()
+    assert "find_sights ✓" in out and "estimate_cost ✓" in out and "forecast ✓" in out
+    assert {r.body["model"] for r in server.requests} == {"demo-model"}
+    assert len(server.requests) == 7  # three agents with a tool round, and the packer
