@@ -3,7 +3,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import anyio
+import anyio.lowlevel
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raf.builders import ConcurrentBuilder
 from raf.errors import GraphValidationError
@@ -139,3 +142,38 @@ async def test_a_failing_participant_cancels_the_others_and_names_itself() -> No
     assert info.value.path == ("c",)
     assert isinstance(info.value.__cause__, RuntimeError)
     assert cancelled.is_set()
+
+
+@settings(max_examples=30)
+@given(
+    schedules=st.lists(
+        st.lists(st.integers(min_value=0, max_value=3), min_size=1, max_size=6),
+        min_size=2,
+        max_size=5,
+    )
+)
+async def test_random_interleavings_keep_each_stream_in_order(schedules: list[list[int]]) -> None:
+    """Each participant yields to the scheduler a random number of times between chunks."""
+
+    def streamer(index: int, pauses: list[int]) -> FunctionAgent:
+        async def fn(messages: list[ChatMessage]) -> AsyncIterator[str]:
+            for chunk, pause in enumerate(pauses):
+                for _ in range(pause):
+                    await anyio.lowlevel.checkpoint()
+                yield f"{index}.{chunk} "
+
+        return FunctionAgent(f"p{index}", fn)
+
+    builder = ConcurrentBuilder(id="c")
+    for index, pauses in enumerate(schedules):
+        builder.add_agent(streamer(index, pauses))
+    agent = builder.build().as_agent()
+    with anyio.fail_after(10):
+        async with agent.run("go") as stream:
+            deltas = [(u.path, u.text) async for u in stream if u.type == "text_delta"]
+        response = await agent.run("again").collect()
+    for index, pauses in enumerate(schedules):
+        mine = [t for path, t in deltas if path == ("c", f"p{index}")]
+        assert mine == [f"{index}.{chunk} " for chunk in range(len(pauses))]
+    assert len(deltas) == sum(len(p) for p in schedules)
+    assert [m.author for m in response.messages] == [f"p{i}" for i in range(len(schedules))]
