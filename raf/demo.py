@@ -15,6 +15,7 @@ import json
 import os
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
+from typing import cast
 
 from rich.console import Console
 
@@ -80,13 +81,15 @@ def _summary(results: list[str]) -> str:
     parts: list[str] = []
     for raw in results:
         try:
-            value = json.loads(raw)
+            value: object = json.loads(raw)
         except ValueError:
             value = raw
         if isinstance(value, list):
-            parts.append("Worth seeing: " + ", ".join(str(v) for v in value) + ".")  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            items = cast(list[object], value)
+            parts.append("Worth seeing: " + ", ".join(map(str, items)) + ".")
         elif isinstance(value, dict):
-            parts.append("Forecast: " + "; ".join(f"{k} {v}" for k, v in value.items()) + ".")  # pyright: ignore[reportUnknownVariableType]
+            fields = cast(dict[str, object], value)
+            parts.append("Forecast: " + "; ".join(f"{k} {v}" for k, v in fields.items()) + ".")
         else:
             parts.append(f"The estimate is {value}.")
     return " ".join(parts)
