@@ -93,6 +93,20 @@ def event_json(event: StoredEvent) -> str:
     return event.model_copy(update={"occurred_at": as_utc(event.occurred_at)}).model_dump_json()
 
 
+def event_row(event: StoredEvent, occurred_at: object) -> tuple[object, ...]:
+    """The `events` row of `event` (checked first), its time as the backend stores it."""
+    check_event(event)
+    return (
+        event.id,
+        occurred_at,
+        event.kind,
+        event.key,
+        event.hash,
+        encode_meta(event.meta),
+        event.code_rev,
+    )
+
+
 def encode_meta(meta: dict[str, Any]) -> str:
     """JSON text of an event's `meta` (pydantic serialization, so models and dates work)."""
     return pydantic_core.to_json(meta).decode()

@@ -143,16 +143,7 @@ class PostgresCheckpointStore:
 
     async def append(self, event: StoredEvent) -> None:
         """Append `event`; `ValueError` when its id is already in the log."""
-        _records.check_event(event)
-        row = (
-            event.id,
-            _records.as_utc(event.occurred_at),
-            event.kind,
-            event.key,
-            event.hash,
-            _records.encode_meta(event.meta),
-            event.code_rev,
-        )
+        row = _records.event_row(event, _records.as_utc(event.occurred_at))
         inserted = await self._run(
             lambda connection: connection.execute(self._queries.append, row).rowcount
         )

@@ -165,16 +165,7 @@ class SqliteCheckpointStore:
 
     async def append(self, event: StoredEvent) -> None:
         """Append `event`; `ValueError` when its id is already in the log."""
-        _records.check_event(event)
-        row = (
-            event.id,
-            _records.format_time(event.occurred_at),
-            event.kind,
-            event.key,
-            event.hash,
-            _records.encode_meta(event.meta),
-            event.code_rev,
-        )
+        row = _records.event_row(event, _records.format_time(event.occurred_at))
         query = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
         try:
             await self._run(lambda connection: connection.execute(query, row))
