@@ -144,7 +144,11 @@ class _RecordingProvider:
         async with self._inner.stream(
             request, tools=tools, response_format=response_format
         ) as events:
-            yield self._tap(request, events)
+            tap = self._tap(request, events)
+            try:
+                yield tap
+            finally:
+                await tap.aclose()
 
     async def _tap(
         self, request: list[ChatMessage], events: AsyncIterator[ProviderEvent]
