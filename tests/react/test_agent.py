@@ -253,6 +253,8 @@ async def test_leaving_early_abandons_a_blocked_sync_tool_promptly() -> None:
                     if update.type == "tool_call_end":
                         break
                 await anyio.to_thread.run_sync(entered.wait)
+        # The block was left while the tool still blocked its thread.
+        assert entered.is_set() and not release.is_set()
     finally:
         release.set()
 
