@@ -10,6 +10,7 @@ import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGES = ["index", "agents", "composition", "discovery", "testing", "stores"]
+README = DOCS.parent / "README.md"
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -32,3 +33,11 @@ def test_pages_show_what_they_promise(capsys: pytest.CaptureFixture[str]) -> Non
     block = re.findall(r"```python\n(.*?)```", text, re.S)[0]
     exec(compile(block, "composition.md[0]", "exec"), {"__name__": "docs_check"})
     assert "['a draft', 'A DRAFT']" in capsys.readouterr().out
+
+
+def test_readme_example_streams_the_nested_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    block = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[0]
+    exec(compile(block, "README.md[0]", "exec"), {"__name__": "readme"})
+    out = capsys.readouterr().out
+    assert "('team', 'writing', 'edit') text_delta" in out
+    assert "('team', 'review') text_delta" in out
