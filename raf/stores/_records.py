@@ -93,6 +93,19 @@ def event_json(event: StoredEvent) -> str:
     return event.model_copy(update={"occurred_at": as_utc(event.occurred_at)}).model_dump_json()
 
 
+def checkpoint_row(checkpoint: Checkpoint, created_at: object) -> tuple[object, ...]:
+    """The `checkpoints` row of `checkpoint`, its time as the backend stores it."""
+    return (
+        checkpoint.id,
+        checkpoint.session_id,
+        checkpoint.workflow_id,
+        checkpoint.superstep,
+        created_at,
+        checkpoint.version,
+        encode_checkpoint(checkpoint),
+    )
+
+
 def event_row(event: StoredEvent, occurred_at: object) -> tuple[object, ...]:
     """The `events` row of `event` (checked first), its time as the backend stores it."""
     check_event(event)

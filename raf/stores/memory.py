@@ -18,12 +18,12 @@ Example:
 from __future__ import annotations
 
 import bisect
-from types import TracebackType
 from typing import NamedTuple, Self
 
 import anyio.lowlevel
 
 from raf.stores import _records
+from raf.stores._closing import ClosingStore
 from raf.stores.base import Checkpoint, StoredEvent
 
 __all__ = ["MemoryCheckpointStore"]
@@ -41,7 +41,7 @@ class _LoggedEvent(NamedTuple):
     data: str
 
 
-class MemoryCheckpointStore:
+class MemoryCheckpointStore(ClosingStore):
     """A `CheckpointStore` and `EventLog` that lives as long as the object; for tests and demos.
 
     Checkpoints and events come back as new objects parsed from stored JSON, so changing one
@@ -61,14 +61,6 @@ class MemoryCheckpointStore:
 
     async def __aenter__(self) -> Self:
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Nothing to release; here so every store closes the same way."""

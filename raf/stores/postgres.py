@@ -12,12 +12,12 @@ Example:
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
 
 from raf.stores import _records
+from raf.stores._closing import ClosingStore
 from raf.stores.base import Checkpoint, StoredEvent
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ __all__ = ["PostgresCheckpointStore"]
 T = TypeVar("T")
 
 
-class PostgresCheckpointStore:
+class PostgresCheckpointStore(ClosingStore):
     """A `CheckpointStore` and `EventLog` in PostgreSQL, for several workers sharing runs.
 
     Every write is one transaction; any worker's store object sees what the others saved.
@@ -80,14 +80,6 @@ class PostgresCheckpointStore:
             raise
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         """Close the connections; idempotent. Using the store afterwards raises `ClosedResourceError`."""
         await self._pool.aclose()
@@ -98,15 +90,7 @@ class PostgresCheckpointStore:
         Raises:
             CheckpointVersionError: its `version` is not one this raf knows.
         """
-        row = (
-            checkpoint.id,
-            checkpoint.session_id,
-            checkpoint.workflow_id,
-            checkpoint.superstep,
-            _records.as_utc(checkpoint.created_at),
-            checkpoint.version,
-            _records.encode_checkpoint(checkpoint),
-        )
+        row = _records.checkpoint_row(checkpoint, _records.as_utc(checkpoint.created_at))
         await self._run(lambda connection: connection.execute(self._queries.save, row))
 
     async def load(self, checkpoint_id: str) -> Checkpoint:

@@ -22,13 +22,13 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anyio
 from anyio import to_thread
 
 from raf.stores import _records
+from raf.stores._closing import ClosingStore
 from raf.stores.base import Checkpoint, StoredEvent
 
 __all__ = ["SqliteCheckpointStore"]
@@ -72,7 +72,7 @@ _EVENT_COLUMNS = "id, occurred_at, kind, key, hash, meta, code_rev"
 _BUSY_TIMEOUT_SECONDS = 30.0
 
 
-class SqliteCheckpointStore:
+class SqliteCheckpointStore(ClosingStore):
     """A `CheckpointStore` and `EventLog` in one SQLite file (WAL), safe against a killed process.
 
     The file is opened on first use (or on `async with`) and created with its tables when
@@ -100,14 +100,6 @@ class SqliteCheckpointStore:
         await self._run(lambda _connection: None)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         """Close the file; idempotent. Using the store afterwards raises `ClosedResourceError`."""
         with anyio.CancelScope(shield=True):
@@ -123,15 +115,7 @@ class SqliteCheckpointStore:
         Raises:
             CheckpointVersionError: its `version` is not one this raf knows.
         """
-        row = (
-            checkpoint.id,
-            checkpoint.session_id,
-            checkpoint.workflow_id,
-            checkpoint.superstep,
-            _records.format_time(checkpoint.created_at),
-            checkpoint.version,
-            _records.encode_checkpoint(checkpoint),
-        )
+        row = _records.checkpoint_row(checkpoint, _records.format_time(checkpoint.created_at))
         await self._run(lambda connection: connection.execute(_SAVE, row))
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
