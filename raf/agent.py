@@ -298,3 +298,12 @@ def _rebase(update: AgentUpdate, prefix: tuple[str, ...]) -> AgentUpdate:
 def completed(message: ChatMessage, ctx: RunContext) -> MessageCompleted:
     """The `MessageCompleted` item for `message` at `ctx.path`."""
     return MessageCompleted(message=message, path=ctx.path)
+
+
+def __getattr__(name: str) -> Any:
+    """`raf.agent.FunctionAgent`, as the layout names it (defined in `raf.function_agent`)."""
+    if name == "FunctionAgent":
+        from raf.function_agent import FunctionAgent
+
+        return FunctionAgent
+    raise AttributeError(f"module 'raf.agent' has no attribute {name!r}")

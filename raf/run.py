@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 Emit = Callable[[AgentUpdate], Awaitable[None]]
 """Sends one update toward the consumer of the run."""
 
-RunBody = Callable[[Emit], Awaitable[AgentResponse]]
-"""The work of a run: emits updates, returns the response."""
-
-
 async def discard(update: AgentUpdate) -> None:
     """An `Emit` that drops every update (for `collect()`)."""
 

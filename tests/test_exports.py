@@ -49,3 +49,9 @@ def test_unknown_attribute_raises() -> None:
         assert "DoesNotExist" in str(error)
     else:  # pragma: no cover
         raise AssertionError("expected AttributeError")
+
+
+def test_function_agent_is_reachable_where_the_layout_puts_it() -> None:
+    from raf.agent import FunctionAgent
+
+    assert FunctionAgent is raf.FunctionAgent
