@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 Emit = Callable[[AgentUpdate], Awaitable[None]]
 """Sends one update toward the consumer of the run."""
 
+
 async def discard(update: AgentUpdate) -> None:
     """An `Emit` that drops every update (for `collect()`)."""
 
