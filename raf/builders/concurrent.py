@@ -79,7 +79,7 @@ class ConcurrentBuilder:
         builder.add_executor(aggregator)
         builder.add_fan_out(dispatcher, branches)
         builder.add_fan_in(branches, aggregator)
-        return builder.set_start(dispatcher).build().with_kind("concurrent")
+        return builder.set_start(dispatcher).build(check_structure=False).with_kind("concurrent")
 
 
 class Dispatcher(Executor):

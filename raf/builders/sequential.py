@@ -59,7 +59,7 @@ class SequentialBuilder:
             builder.add_executor(step)
         for before, after in pairwise(steps):
             builder.add_edge(before, after)
-        return builder.set_start(steps[0]).build().with_kind("sequential")
+        return builder.set_start(steps[0]).build(check_structure=False).with_kind("sequential")
 
 
 class SequenceStep(AgentExecutor):

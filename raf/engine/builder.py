@@ -20,7 +20,7 @@ from typing import Self, TypeAlias
 from raf.agent import IAgent
 from raf.engine.edges import Condition, Direct, Edge, FanIn, FanOut, Route, Switch, condition_label
 from raf.engine.executors import AgentExecutor, Executor
-from raf.engine.validation import check_graph
+from raf.engine.validation import check_graph, check_ids, require_start
 from raf.engine.workflow import Workflow
 from raf.errors import GraphValidationError
 
@@ -135,26 +135,36 @@ class WorkflowBuilder:
         self._max_supersteps = n
         return self
 
-    def build(self) -> Workflow:
+    def build(self, *, check_structure: bool = True) -> Workflow:
         """Validate the graph and return the immutable `Workflow`.
+
+        Args:
+            check_structure: False skips the networkx pass (start, reachability, fan-in,
+                cycles) and checks only ids; for graphs generated in a shape that is right
+                by construction, as the pattern builders do. networkx then loads only when
+                `workflow.graph` is first read.
 
         Raises:
             GraphValidationError: naming the problem and the offending ids (see
                 `raf.engine.validation`).
         """
-        graph = check_graph(
-            self._id,
-            executors=self._executors,
-            duplicates=self._duplicates,
-            edges=self._edges,
-            fan_ins=self._fan_ins,
-            start=self._start,
-            max_supersteps=self._max_supersteps,
-        )
-        assert self._start is not None
+        graph = None
+        if check_structure:
+            graph = check_graph(
+                self._id,
+                executors=self._executors,
+                duplicates=self._duplicates,
+                edges=self._edges,
+                fan_ins=self._fan_ins,
+                start=self._start,
+                max_supersteps=self._max_supersteps,
+            )
+        else:
+            check_ids(self._id, self._executors, self._duplicates)
+        start = require_start(self._id, self._start)
         return Workflow(
             self._id,
-            start=self._start,
+            start=start,
             executors=self._executors,
             edges=tuple(self._edges),
             routes={node: tuple(routes) for node, routes in self._routes.items()},

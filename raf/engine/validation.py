@@ -3,6 +3,10 @@
 `check_graph` raises `GraphValidationError` naming the offending ids: bad or duplicate ids,
 no start node, unknown ids, unreachable nodes, fan-in sources that cannot all be reached
 without the fan-in's target, cycles without a superstep bound. It returns the `DiGraph`.
+
+`check_ids` is the part without networkx: the pattern builders compile graphs whose shape is
+right by construction, so they check only ids and never load networkx (about 220 ms and
+14 MiB); their `workflow.graph` is drawn with `to_digraph` when first asked for.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from raf.errors import GraphValidationError
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["check_graph"]
+__all__ = ["check_graph", "check_ids", "require_start", "to_digraph"]
 
 
 def check_graph(
@@ -38,12 +42,8 @@ def check_graph(
     """
     nx = _networkx()
 
-    _check_ids(workflow_id, executors, duplicates)
-    if start is None:
-        raise GraphValidationError(
-            f"workflow {workflow_id!r} has no start node; call set_start(id) "
-            "(there is no implicit start)",
-        )
+    check_ids(workflow_id, executors, duplicates)
+    start = require_start(workflow_id, start)
     referenced = [start, *(node for e in edges for node in (e.source, e.target))]
     unknown = _unique(node for node in referenced if node not in executors)
     if unknown:
@@ -52,12 +52,7 @@ def check_graph(
             "add them with add_executor() first",
             ids=unknown,
         )
-    graph: Any = nx.DiGraph(name=workflow_id)
-    for node_id, executor in executors.items():
-        graph.add_node(node_id, kind=executor.kind, start=node_id == start)
-    for edge in edges:
-        if not graph.has_edge(edge.source, edge.target):
-            graph.add_edge(edge.source, edge.target, kind=edge.kind, label=edge.label)
+    graph: Any = to_digraph(workflow_id, executors=executors, edges=edges, start=start)
     reached: set[str] = {start, *nx.descendants(graph, start)}
     unreachable = tuple(node for node in executors if node not in reached)
     if unreachable:
@@ -78,9 +73,34 @@ def check_graph(
     return graph
 
 
-def _check_ids(
-    workflow_id: str, executors: Mapping[str, Executor], duplicates: Sequence[str]
+def require_start(workflow_id: str, start: str | None) -> str:
+    """`start`, or `GraphValidationError` when the workflow has none."""
+    if start is None:
+        raise GraphValidationError(
+            f"workflow {workflow_id!r} has no start node; call set_start(id) "
+            "(there is no implicit start)",
+        )
+    return start
+
+
+def to_digraph(
+    workflow_id: str, *, executors: Mapping[str, Executor], edges: Sequence[Edge], start: str
+) -> nx.DiGraph[str]:
+    """The graph as a networkx `DiGraph` (node attributes `kind`, `start`; edge `kind`, `label`)."""
+    nx = _networkx()
+    graph: Any = nx.DiGraph(name=workflow_id)
+    for node_id, executor in executors.items():
+        graph.add_node(node_id, kind=executor.kind, start=node_id == start)
+    for edge in edges:
+        if not graph.has_edge(edge.source, edge.target):
+            graph.add_edge(edge.source, edge.target, kind=edge.kind, label=edge.label)
+    return graph
+
+
+def check_ids(
+    workflow_id: str, executors: Mapping[str, Executor], duplicates: Sequence[str] = ()
 ) -> None:
+    """Raise `GraphValidationError` for unusable or duplicate node ids, or clashing agent ids."""
     bad: list[str] = []
     for node_id in executors:
         try:

@@ -116,7 +116,7 @@ class Workflow:
         edges: tuple[Edge, ...],
         routes: Mapping[str, tuple[Route, ...]],
         max_supersteps: int | None,
-        graph: nx.DiGraph[str],
+        graph: nx.DiGraph[str] | None = None,
     ) -> None:
         self._id = id
         self._start = start
@@ -202,6 +202,12 @@ class Workflow:
     @property
     def graph(self) -> nx.DiGraph[str]:
         """A networkx `DiGraph` copy (node attribute `kind`, edge attributes `kind`, `label`)."""
+        if self._graph is None:
+            from raf.engine.validation import to_digraph
+
+            self._graph = to_digraph(
+                self._id, executors=self._executors, edges=self._edges, start=self._start
+            )
         return self._graph.copy()
 
     def to_mermaid(self) -> str:

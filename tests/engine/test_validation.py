@@ -164,3 +164,23 @@ def test_importing_the_engine_does_not_import_networkx() -> None:
     code = "import sys, raf.engine; print('networkx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_build_without_the_structure_pass_still_checks_ids_and_start() -> None:
+    calls = Calls()
+    bad = WorkflowBuilder("w").add_executor(calls.forward("a/b")).set_start("a/b")
+    with pytest.raises(GraphValidationError, match="unusable node ids"):
+        bad.build(check_structure=False)
+    no_start = WorkflowBuilder("w").add_executor(calls.forward("a"))
+    with pytest.raises(GraphValidationError, match="no start node"):
+        no_start.build(check_structure=False)
+
+
+def test_build_without_the_structure_pass_leaves_the_shape_to_the_caller() -> None:
+    calls = Calls()
+    builder = WorkflowBuilder("w").add_executor(calls.output("a")).add_executor(calls.output("b"))
+    builder.set_start("a")
+    with pytest.raises(GraphValidationError, match="cannot be reached"):
+        builder.build()
+    workflow = builder.build(check_structure=False)
+    assert sorted(workflow.graph.nodes) == ["a", "b"]
