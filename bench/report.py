@@ -92,6 +92,17 @@ def _ratio_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
+def _yardstick_text(meta: Record) -> str:
+    yardstick = meta.get("yardstick_ms")
+    if yardstick is None:
+        return "Machine yardstick: not measured."
+    return (
+        f"Machine yardstick: {yardstick:.1f} ms for a fixed pure-Python loop (best of 7; lower is "
+        "a faster machine). Absolute results scale with it; compare runs on different machines "
+        "through it or through the ratios."
+    )
+
+
 def markdown(results: Record) -> str:
     """The results as a Markdown page: the table, then how each number was obtained."""
     frameworks: list[str] = results["frameworks"]
@@ -104,6 +115,8 @@ def markdown(results: Record) -> str:
         f"{'quick mode' if meta['quick'] else 'full run'}: {meta['runs']} process run(s) per cell, "
         f"frameworks interleaved run by run | {_CLOCK_TEXT[meta.get('clock', 'wall')]} | "
         f"raf {meta.get('raf_commit') or ''}".rstrip(),
+        "",
+        _yardstick_text(meta),
         "",
         "Cells: median over process runs [min, max] over those runs. raf/x is raf's median divided "
         "by x's: below 1 raf is faster or smaller, except for C (sessions/s), where above 1 raf "

@@ -121,6 +121,24 @@ def _machine() -> str:
     return f"{os.cpu_count()} cores ({model}), {platform.system()} {platform.release()}"
 
 
+def _yardstick_ms(repeats: int = 7) -> float:
+    """Best time, in ms, of a fixed pure-Python workload: how fast this machine runs Python.
+
+    Absolute results scale with it from machine to machine (the ratios much less), so the
+    report carries it to compare runs made on different machines.
+    """
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        table: dict[int, int] = {}
+        total = 0
+        for i in range(200_000):
+            table[i & 1023] = i
+            total += table[i & 511]
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
+
+
 def measure(args: argparse.Namespace) -> Record:
     """Probe the frameworks, run every cell K times interleaved, and summarize."""
     probes = {f: _worker(args.python, ["probe", f], args.timeout) for f in args.frameworks}
@@ -175,6 +193,7 @@ def measure(args: argparse.Namespace) -> Record:
         "meta": {
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": _machine(),
+            "yardstick_ms": _yardstick_ms(),
             "python": platform.python_version(),
             "interpreter": args.python,
             "quick": args.quick,
