@@ -26,7 +26,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from raf.budget import Budget, BudgetTracker
-from raf.errors import AgentError, BudgetExceeded, RunTimeout, format_path
+from raf.errors import AgentError, BudgetExceeded, RunTimeout
 from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_adapter
 from raf.run import AgentRun as AgentRun
 from raf.run import Emit, RunContext
@@ -225,22 +225,22 @@ class BaseAgent(ABC):
             if timeout is None and seconds is None:
                 return await self.invoke_turn(new_messages, ctx)
             limit = min(t for t in (timeout, seconds) if t is not None)
-            try:
-                with anyio.fail_after(limit):
-                    return await self.invoke_turn(new_messages, ctx)
-            except TimeoutError:
-                if seconds is not None and seconds == limit:
-                    raise BudgetExceeded(
-                        f"time budget of {seconds}s exceeded by {format_path(ctx.path)!r}",
-                        kind="seconds",
-                        limit=seconds,
-                        used=seconds,
-                        path=ctx.path,
-                    ) from None
-                raise RunTimeout(
-                    f"run did not finish within {limit}s; raise RunOptions.timeout",
+            # move_on_after, not fail_after: a TimeoutError of the agent's own stays its own.
+            with anyio.move_on_after(limit):
+                return await self.invoke_turn(new_messages, ctx)
+            if seconds is not None and seconds == limit:
+                raise BudgetExceeded(
+                    f"the run's time budget of {seconds}s is spent; raise Budget(seconds=...) "
+                    "in RunOptions",
+                    kind="seconds",
+                    limit=seconds,
+                    used=seconds,
                     path=ctx.path,
-                ) from None
+                )
+            raise RunTimeout(
+                f"run did not finish within {limit}s; raise RunOptions.timeout",
+                path=ctx.path,
+            )
 
         return AgentRun(body)
 
@@ -265,7 +265,8 @@ async def invoke_agent(
 
     raf agents run in place; any other `IAgent` runs through its public `run()` with a fresh
     session (the parent passes it the whole conversation), its items re-attributed under
-    `ctx.path`.
+    `ctx.path`. Such an agent gets what is left of the run's budget, and each `Usage` item it
+    streams is charged to the run as one model call and its tokens; its errors get full paths.
     """
     child = ctx.child(agent.id)
     if isinstance(agent, BaseAgent):
@@ -276,19 +277,63 @@ async def invoke_agent(
             raise
     prefix = ctx.path
     emit = ctx.emit
+    tracker = ctx.budget
     finals: list[ChatMessage] = []
     usage = Usage()
-    run = agent.run(messages, Session(store=ctx.session.store), ctx.options)
-    async with run as stream:
-        async for update in stream:
-            if update.type == "message_completed" and update.path == (agent.id,):
-                finals.append(update.message)
-            elif update.type == "usage":
-                usage = usage + update
-            await emit(_rebase(update, prefix))
+    options = ctx.options if tracker is None else _with_budget_left(ctx.options, tracker)
+    run = agent.run(messages, Session(store=ctx.session.store), options)
+    charged = Usage()  # the tokens of this agent's calls charged to the run so far
+    rounds = 0
+    crossed: BudgetExceeded | None = None
+    try:
+        async with run as stream:
+            async for update in stream:
+                if update.type == "message_completed" and update.path == (agent.id,):
+                    finals.append(update.message)
+                elif update.type == "usage":
+                    usage = usage + update
+                await emit(_rebase(update, prefix))
+                if tracker is not None and update.type == "usage":
+                    # An agent that ignores RunOptions.budget is still held to it here.
+                    rounds += 1
+                    charged = charged + update
+                    try:
+                        tracker.charge_round(prefix + update.path)
+                        tracker.charge_tokens(update.total_tokens, prefix + update.path)
+                    except BudgetExceeded as exc:
+                        crossed = exc
+                        break
+    except BudgetExceeded as exc:
+        path = prefix + exc.path if exc.path else child.path
+        if tracker is None or exc.kind == "seconds":
+            exc.path = path
+            raise
+        # It honoured what was left of the budget: report it against the whole budget,
+        # counting what its own tracker saw beyond the usage items charged above.
+        if exc.kind == "rounds":
+            tracker.rounds += max(0, int(exc.used) - rounds)
+            raise tracker.exceeded("rounds", path) from exc
+        tracker.tokens += max(0, int(exc.used) - charged.total_tokens)
+        raise tracker.exceeded("tokens", path) from exc
+    except AgentError as exc:
+        # The agent's own run names paths from itself; the stream names them from the root.
+        exc.path = prefix + exc.path if exc.path else child.path
+        raise
+    if crossed is not None:
+        raise crossed
     if run.response is not None:
         return run.response
     return AgentResponse(messages=finals, usage=usage)
+
+
+def _with_budget_left(options: RunOptions, tracker: BudgetTracker) -> RunOptions:
+    """`options` with a budget of what `tracker` has left (seconds stay with the root's clock)."""
+    budget = tracker.budget
+    left = Budget(
+        tokens=None if budget.tokens is None else max(0, budget.tokens - tracker.tokens),
+        rounds=None if budget.rounds is None else max(0, budget.rounds - tracker.rounds),
+    )
+    return options.model_copy(update={"budget": left})
 
 
 def _rebase(update: AgentUpdate, prefix: tuple[str, ...]) -> AgentUpdate:

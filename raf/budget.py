@@ -8,9 +8,11 @@ Example:
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from raf.errors import AgentPath, BudgetExceeded, format_path
+from raf.errors import AgentPath, BudgetExceeded
 
 
 class Budget(BaseModel):
@@ -27,45 +29,41 @@ class Budget(BaseModel):
 
 
 class BudgetTracker:
-    """Counts what a subtree spends against its `Budget`, and its parent's."""
+    """Counts what a run's tree spends against its `Budget`."""
 
-    __slots__ = ("budget", "parent", "rounds", "tokens")
+    __slots__ = ("budget", "rounds", "tokens")
 
-    def __init__(self, budget: Budget, parent: BudgetTracker | None = None) -> None:
+    def __init__(self, budget: Budget) -> None:
         self.budget = budget
-        self.parent = parent
         self.rounds = 0
         self.tokens = 0
 
     def charge_round(self, path: AgentPath) -> None:
         """Count one model call made at `path`; raise `BudgetExceeded` past the limit."""
-        tracker: BudgetTracker | None = self
-        while tracker is not None:
-            tracker.rounds += 1
-            limit = tracker.budget.rounds
-            if limit is not None and tracker.rounds > limit:
-                raise BudgetExceeded(
-                    f"round budget of {limit} model calls exceeded by {format_path(path)!r}",
-                    kind="rounds",
-                    limit=limit,
-                    used=tracker.rounds,
-                    path=path,
-                )
-            tracker = tracker.parent
+        self.rounds += 1
+        limit = self.budget.rounds
+        if limit is not None and self.rounds > limit:
+            raise self.exceeded("rounds", path)
 
     def charge_tokens(self, tokens: int, path: AgentPath) -> None:
         """Count `tokens` used at `path`; raise `BudgetExceeded` past the limit."""
-        tracker: BudgetTracker | None = self
-        while tracker is not None:
-            tracker.tokens += tokens
-            limit = tracker.budget.tokens
-            if limit is not None and tracker.tokens > limit:
-                raise BudgetExceeded(
-                    f"token budget of {limit} exceeded by {format_path(path)!r} "
-                    f"({tracker.tokens} used)",
-                    kind="tokens",
-                    limit=limit,
-                    used=tracker.tokens,
-                    path=path,
-                )
-            tracker = tracker.parent
+        self.tokens += tokens
+        limit = self.budget.tokens
+        if limit is not None and self.tokens > limit:
+            raise self.exceeded("tokens", path)
+
+    def exceeded(self, kind: Literal["rounds", "tokens"], path: AgentPath) -> BudgetExceeded:
+        """The `BudgetExceeded` for crossing the `kind` limit at `path`, with what is used."""
+        if kind == "rounds":
+            limit, used, what = self.budget.rounds, self.rounds, "model calls"
+        else:
+            limit, used, what = self.budget.tokens, self.tokens, "tokens"
+        assert limit is not None
+        return BudgetExceeded(
+            f"the run's budget of {limit} {what} is spent ({used} used); raise "
+            f"Budget({kind}=...) in RunOptions or give the agents less to do",
+            kind=kind,
+            limit=limit,
+            used=used,
+            path=path,
+        )

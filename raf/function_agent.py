@@ -44,20 +44,15 @@ class FunctionAgent(BaseAgent):
     def __init__(self, id: str, fn: AgentFn, description: str = "") -> None:
         super().__init__(id, description=description)
         self._fn = fn
-        self._streams = inspect.isasyncgenfunction(fn)
 
     async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
         """Call `fn` and stream what it returns."""
         path = ctx.path
         emit = ctx.emit
-        if self._streams:
-            parts: list[str] = []
-            async for chunk in cast(AsyncIterator[str], self._fn(messages)):
-                parts.append(chunk)
-                await emit(TextDelta(text=chunk, path=path))
-            message = _assistant("".join(parts), self._id)
+        result: Any = self._fn(messages)
+        if isinstance(result, AsyncIterator):
+            message = await self._stream(cast(AsyncIterator[Any], result), ctx)
         else:
-            result: Any = self._fn(messages)
             if inspect.isawaitable(result):
                 result = await result
             if isinstance(result, ChatMessage):
@@ -74,6 +69,24 @@ class FunctionAgent(BaseAgent):
                 )
         await emit(MessageCompleted(message=message, path=path))
         return AgentResponse(messages=[message])
+
+    async def _stream(self, chunks: AsyncIterator[Any], ctx: RunContext) -> ChatMessage:
+        """Stream `chunks` as text deltas; close the generator however the run ends."""
+        parts: list[str] = []
+        try:
+            async for chunk in chunks:
+                if not isinstance(chunk, str):
+                    raise TypeError(
+                        f"FunctionAgent {self._id!r}: fn streamed {type(chunk).__name__}; "
+                        "an async generator of an agent yields str deltas"
+                    )
+                parts.append(chunk)
+                await ctx.emit(TextDelta(text=chunk, path=ctx.path))
+        finally:
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
+        return _assistant("".join(parts), self._id)
 
 
 def _assistant(text: str, author: str) -> ChatMessage:

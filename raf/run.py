@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from raf._streaming import ProducerStream
+from raf._streaming import ProducerStream, unwrap_group
 from raf.updates import AgentPath, AgentResponse, AgentUpdate
 
 if TYPE_CHECKING:
@@ -102,6 +102,13 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
         """Run to the end, discarding the stream, and return the response."""
         self._claim()
         self._state = "done"
-        response = await self._body(discard)
+        try:
+            response = await self._body(discard)
+        except BaseExceptionGroup as group:
+            # As when streaming: a lone exception comes out as itself.
+            single = unwrap_group(group)
+            if single is group:
+                raise
+            raise single from None
         self.result = response
         return response

@@ -239,3 +239,78 @@ async def test_children_stream_under_the_parent_path(native: bool) -> None:
         items = [u async for u in stream]
     assert {u.path for u in items} == {("parent", "foreign")}
     assert (await parent.run("again").collect()).text.endswith("again")
+
+
+async def test_leaving_early_closes_the_agents_generator_at_once() -> None:
+    # The consumer leaves while the generator is parked at a `yield` (the buffer is full):
+    # its `finally` must run before the block ends, not when the generator is collected.
+    closed: list[str] = []
+
+    async def many(messages: list[ChatMessage]) -> AsyncIterator[str]:
+        try:
+            for n in range(100_000):
+                yield f"{n} "
+        finally:
+            closed.append("finally")
+
+    with anyio.fail_after(5):
+        async with FunctionAgent("many", many).run("go") as stream:
+            async for _ in stream:
+                break
+    assert closed == ["finally"]
+
+
+async def test_a_callable_returning_an_async_iterator_streams() -> None:
+    async def words(messages: list[ChatMessage]) -> AsyncIterator[str]:
+        for word in ("a", "b"):
+            yield word
+
+    agent = FunctionAgent("w", lambda messages: words(messages))
+    async with agent.run("go") as stream:
+        deltas = [u.text for u in stream_items(await collect_items(stream), TextDelta)]
+    assert deltas == ["a", "b"]
+
+
+async def test_streaming_something_else_than_text_names_the_agent() -> None:
+    async def numbers(messages: list[ChatMessage]) -> AsyncIterator[object]:
+        yield 1
+
+    agent = FunctionAgent("nums", numbers)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"FunctionAgent 'nums': fn streamed int"):
+        await agent.run("go").collect()
+
+
+async def test_collect_raises_a_lone_error_of_a_task_group_as_itself() -> None:
+    async def grouped(messages: list[ChatMessage]) -> str:
+        async def fail() -> None:
+            raise ValueError("inside a task group")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fail)
+        return "never"  # pragma: no cover
+
+    agent = FunctionAgent("g", grouped)
+    with pytest.raises(ValueError, match="inside a task group"):
+        await agent.run("x").collect()
+    with pytest.raises(ValueError, match="inside a task group"):
+        async with agent.run("x") as stream:
+            async for _ in stream:
+                pass
+
+
+@pytest.mark.parametrize("options", [RunOptions(timeout=30), RunOptions(budget=Budget(seconds=30))])
+async def test_an_agents_own_timeout_error_is_not_taken_for_the_runs(options: RunOptions) -> None:
+    def fails(messages: list[ChatMessage]) -> str:
+        raise TimeoutError("db connection timed out")
+
+    with pytest.raises(TimeoutError, match="db connection timed out") as info:
+        await FunctionAgent("db", fails).run("x", options=options).collect()
+    assert not isinstance(info.value, RunTimeout | BudgetExceeded)
+
+
+async def collect_items(stream: AsyncIterator[AgentUpdate]) -> list[AgentUpdate]:
+    return [update async for update in stream]
+
+
+def stream_items(items: Sequence[AgentUpdate], kind: type[TextDelta]) -> list[TextDelta]:
+    return [item for item in items if isinstance(item, kind)]

@@ -32,7 +32,7 @@ from raf.react.resolve import RESOLVE_TOOL_NAME, resolve_definition
 from raf.run import RunContext, discard
 from raf.session import Session
 from raf.tools.definition import ToolDefinition
-from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, ToolResult, truncate
+from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, ToolResult, rendered
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -106,7 +106,7 @@ async def _handle(handler: ToolHandler, call: ToolCallContent) -> ToolResult:
             is_error=True,
         )
     try:
-        text = await handler(call.name, arguments)
+        value = await handler(call.name, arguments)
     except Exception as exc:
         return ToolResult(f"tool {call.name!r} raised {type(exc).__name__}: {exc}", is_error=True)
-    return ToolResult(truncate(str(text), DEFAULT_MAX_OUTPUT_CHARS))
+    return rendered(call.name, value, DEFAULT_MAX_OUTPUT_CHARS)

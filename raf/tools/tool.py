@@ -141,7 +141,7 @@ class Tool:
             return ToolResult(
                 f"tool {self.name!r} raised {type(exc).__name__}: {exc}", is_error=True
             )
-        return ToolResult(truncate(render_output(value), self.max_output_chars))
+        return rendered(self.name, value, self.max_output_chars)
 
 
 @overload
@@ -211,6 +211,24 @@ def render_output(value: Any) -> str:
     if isinstance(value, dict | list | tuple):
         return pydantic_core.to_json(value, fallback=str).decode()
     return str(value)
+
+
+def rendered(name: str, value: Any, limit: int) -> ToolResult:
+    """The `ToolResult` for tool `name`'s return `value`; an error result if it has no text.
+
+    Example:
+        >>> rendered("add", 3, 100).text
+        '3'
+    """
+    try:
+        text = render_output(value)
+    except Exception as exc:
+        return ToolResult(
+            f"tool {name!r} returned a {type(value).__name__} that cannot be rendered as text "
+            f"({type(exc).__name__}: {exc}); tools return str, JSON data or a pydantic model",
+            is_error=True,
+        )
+    return ToolResult(truncate(text, limit))
 
 
 def truncate(text: str, limit: int) -> str:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from raf.agent import IAgent, RunOptions
+from raf.agent import AgentMetadata, AgentRun, IAgent, RunOptions
 from raf.budget import Budget
 from raf.builders import ConcurrentBuilder, SequentialBuilder
-from raf.errors import BudgetExceeded
+from raf.errors import BudgetExceeded, MaxRoundsExceeded
+from raf.messages import ChatMessage, MessagesInput
 from raf.react import ReactAgent
-from raf.testing.script import text, tool_calls
+from raf.session import Session
+from raf.testing.script import Turn, text, tool_calls
 from raf.testing.scripted_provider import ScriptedProvider
 from raf.tools import tool
 from raf.updates import Usage
@@ -80,3 +82,101 @@ async def test_generous_budget_lets_the_run_finish() -> None:
     options = RunOptions(budget=Budget(tokens=10_000, rounds=10))
     response = await tree().run("go", options=options).collect()
     assert [m.author for m in response.messages] == ["writer", "critic"]
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: the first.
+        b: the second.
+    """
+    return a + b
+
+
+class Foreign:
+    """An `IAgent` that is not a raf agent: it wraps one behind the public `run()`."""
+
+    def __init__(self, inner: IAgent, *, honours_options: bool) -> None:
+        self.inner = inner
+        self.honours_options = honours_options
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    @property
+    def metadata(self) -> AgentMetadata:
+        return self.inner.metadata
+
+    def get_subagent(self, agent_id: str) -> IAgent | None:
+        return None
+
+    def run(
+        self,
+        messages: MessagesInput,
+        session: Session | None = None,
+        options: RunOptions | None = None,
+    ) -> AgentRun:
+        return self.inner.run(messages, session, options if self.honours_options else None)
+
+    async def reset(self) -> None:
+        await self.inner.reset()
+
+
+def calculator(agent_id: str = "calc", max_rounds: int = 10) -> ReactAgent:
+    """Calls `add` until it has a tool result, then answers."""
+
+    def turn(messages: list[ChatMessage]) -> Turn:
+        if messages[-1].role == "tool":
+            return text("2", usage=(5, 1))
+        return tool_calls(("add", {"a": 1, "b": 1}), usage=(5, 1))
+
+    return ReactAgent(agent_id, ScriptedProvider(turn), "Add.", tools=[add], max_rounds=max_rounds)
+
+
+def foreign_team(honours_options: bool) -> IAgent:
+    first = ReactAgent("first", ScriptedProvider([text("hi", usage=(5, 1))]), "Greet.")
+    foreign = Foreign(calculator(), honours_options=honours_options)
+    return SequentialBuilder(id="team").add_agent(first).add_agent(foreign).build().as_agent()
+
+
+@pytest.mark.parametrize("honours_options", [True, False])
+@pytest.mark.parametrize("rounds", [1, 2])
+async def test_an_agent_that_is_not_raf_is_held_to_the_round_budget(
+    honours_options: bool, rounds: int
+) -> None:
+    team = foreign_team(honours_options)
+    with pytest.raises(BudgetExceeded) as info:
+        await team.run("go", options=RunOptions(budget=Budget(rounds=rounds))).collect()
+    assert info.value.path == ("team", "calc")
+    assert (info.value.kind, info.value.limit, info.value.used) == ("rounds", rounds, rounds + 1)
+
+
+@pytest.mark.parametrize("honours_options", [True, False])
+async def test_an_agent_that_is_not_raf_is_held_to_the_token_budget(honours_options: bool) -> None:
+    team = foreign_team(honours_options)
+    with pytest.raises(BudgetExceeded) as info:
+        await team.run("go", options=RunOptions(budget=Budget(tokens=10))).collect()
+    assert info.value.path == ("team", "calc")
+    assert info.value.kind == "tokens"
+    assert info.value.used == 12
+
+
+@pytest.mark.parametrize("honours_options", [True, False])
+async def test_an_agent_that_is_not_raf_finishes_within_a_generous_budget(
+    honours_options: bool,
+) -> None:
+    team = foreign_team(honours_options)
+    response = await team.run("go", options=RunOptions(budget=Budget(rounds=3))).collect()
+    assert response.text == "2"
+
+
+async def test_errors_of_an_agent_that_is_not_raf_carry_the_full_path() -> None:
+    inner = SequentialBuilder(id="inner").add_agent(calculator("loopy", max_rounds=1)).build()
+    foreign = Foreign(inner.as_agent(), honours_options=True)
+    top = SequentialBuilder(id="top").add_agent(foreign).build().as_agent()
+    with pytest.raises(MaxRoundsExceeded) as info:
+        await top.run("go").collect()
+    assert info.value.path == ("top", "inner", "loopy")

@@ -185,3 +185,20 @@ async def test_cancellation_of_a_running_tool_propagates() -> None:
             await started.wait()
             tg.cancel_scope.cancel()
     assert cleaned.is_set()
+
+
+class _Unrenderable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for this")
+
+
+async def test_a_value_without_text_becomes_an_error_result() -> None:
+    @tool
+    def odd() -> Any:
+        """Return something that has no text."""
+        return _Unrenderable()
+
+    result = await odd.call("{}")
+    assert result.is_error
+    assert "'odd' returned a _Unrenderable that cannot be rendered" in result.text
+    assert "RuntimeError: no text for this" in result.text
