@@ -2,9 +2,11 @@
 
 Wrap the providers of a tree with `Recording.record(provider)` and run it once against a real
 endpoint; `recording.save(path)`. Later, `Recording.load(path).replay()` is a `ScriptedProvider`
-answering each request with the turn recorded for the same conversation, so the tree reruns
-offline, deterministically, with the same tool call ids, even when concurrent branches call the
-model in another order.
+answering each request with the turn recorded for the same conversation and tools, so the tree
+reruns offline, deterministically, with the same tool call ids, even when concurrent branches call
+the model in another order. Agents that send identical requests (same instructions, same
+conversation) are told apart by name: `record(provider, name="style")` and
+`replay(name="style")`.
 
 Example:
     >>> import anyio
@@ -19,9 +21,10 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -32,64 +35,89 @@ from raf.testing.script import ScriptedCall, ScriptExhausted, Turn
 from raf.testing.scripted_provider import ScriptedProvider
 from raf.tools.definition import ToolDefinition
 
-RECORDING_FORMAT_VERSION = 1
+RECORDING_FORMAT_VERSION = 2
 
 
-def request_key(messages: Sequence[ChatMessage]) -> str:
-    """A digest of a request's conversation: replay finds turns by it."""
-    data = message_list_adapter.dump_json(list(messages))
-    return hashlib.sha256(data).hexdigest()
+def request_key(messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition] = ()) -> str:
+    """A digest of a request's conversation and tools: replay finds turns by it."""
+    digest = hashlib.sha256(message_list_adapter.dump_json(list(messages)))
+    for definition in tools:
+        digest.update(json.dumps([definition.name, definition.parameters]).encode())
+    return digest.hexdigest()
 
 
 class Recording:
-    """Turns recorded by request; several answers to the same request replay in order."""
+    """Turns recorded by provider name and request; repeated requests replay in request order."""
 
     def __init__(self) -> None:
-        self._turns: dict[str, list[Turn]] = {}
+        self._turns: dict[str, dict[str, list[Turn | None]]] = {}
 
     def __len__(self) -> int:
-        return sum(len(turns) for turns in self._turns.values())
+        return sum(
+            turn is not None
+            for by_key in self._turns.values()
+            for ts in by_key.values()
+            for turn in ts
+        )
 
-    def add(self, messages: Sequence[ChatMessage], turn: Turn) -> None:
-        """Record `turn` as the answer to `messages`."""
-        self._turns.setdefault(request_key(messages), []).append(turn)
+    def add(
+        self,
+        messages: Sequence[ChatMessage],
+        turn: Turn,
+        *,
+        tools: Sequence[ToolDefinition] = (),
+        name: str = "",
+    ) -> None:
+        """Record `turn` as the answer to `messages` (with `tools`) for the provider `name`."""
+        self._slots(name, request_key(messages, tools)).append(turn)
 
-    def record(self, provider: LlmProvider) -> LlmProvider:
-        """`provider`, recording every completed call into this recording."""
-        return _RecordingProvider(provider, self)
+    def record(self, provider: LlmProvider, *, name: str = "") -> LlmProvider:
+        """`provider`, recording every completed call into this recording under `name`.
 
-    def replay(self, *, model: str = "replay") -> ScriptedProvider:
-        """A provider answering from the recording.
+        A call takes its place when it is made, so identical requests replay in the order
+        they were made, whatever order they finished in.
+        """
+        return _RecordingProvider(provider, functools.partial(self._slots, name))
+
+    def replay(self, *, name: str = "", model: str = "replay") -> ScriptedProvider:
+        """A provider answering from what was recorded under `name`.
 
         Raises (from the provider): `ScriptExhausted` naming the request when it was never
         recorded, or was asked more often than recorded.
         """
         served: dict[str, int] = {}
+        by_key = self._turns.get(name, {})
 
         def answer(messages: list[ChatMessage]) -> Turn:
-            key = request_key(messages)
-            turns = self._turns.get(key, [])
+            # The provider logs each request (with its tools) just before asking for its turn.
+            key = request_key(messages, provider.requests[-1].tools)
+            turns = [turn for turn in by_key.get(key, ()) if turn is not None]
             index = served.get(key, 0)
             if index >= len(turns):
                 last = messages[-1].text[:60] if messages else ""
+                where = f" of {name!r}" if name else ""
                 raise ScriptExhausted(
-                    f"no recorded answer #{index + 1} for a request ending {last!r} "
+                    f"no recorded answer #{index + 1}{where} for a request ending {last!r} "
                     f"(key {key[:12]}); record the run again"
                 )
             served[key] = index + 1
             return turns[index]
 
-        return ScriptedProvider(answer, model=model)
+        provider = ScriptedProvider(answer, model=model)
+        return provider
+
+    def _slots(self, name: str, key: str) -> list[Turn | None]:
+        return self._turns.setdefault(name, {}).setdefault(key, [])
 
     def to_json(self) -> str:
         """The recording as versioned JSON."""
-        return json.dumps(
-            {
-                "version": RECORDING_FORMAT_VERSION,
-                "turns": {k: [_turn_to_json(t) for t in ts] for k, ts in self._turns.items()},
-            },
-            indent=1,
-        )
+        turns = {
+            name: {
+                key: [_turn_to_json(t) for t in ts if t is not None] for key, ts in by_key.items()
+            }
+            for name, by_key in self._turns.items()
+        }
+        return json.dumps({"version": RECORDING_FORMAT_VERSION, "turns": turns}, indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> Recording:
@@ -106,9 +134,10 @@ class Recording:
                 "record it again with Recording.record"
             )
         recording = cls()
-        turns = cast(dict[str, list[dict[str, Any]]], fields["turns"])
-        for key, items in turns.items():
-            recording._turns[key] = [_turn_from_json(item) for item in items]
+        named = cast(dict[str, dict[str, list[dict[str, Any]]]], fields["turns"])
+        for name, by_key in named.items():
+            for key, items in by_key.items():
+                recording._slots(name, key).extend(_turn_from_json(item) for item in items)
         return recording
 
     def save(self, path: str | Path) -> None:
@@ -122,11 +151,11 @@ class Recording:
 
 
 class _RecordingProvider:
-    """Passes every event through and records the completed call."""
+    """Passes every event through and records the completed call in the slot it reserved."""
 
-    def __init__(self, inner: LlmProvider, recording: Recording) -> None:
+    def __init__(self, inner: LlmProvider, slots_for: Callable[[str], list[Turn | None]]) -> None:
         self._inner = inner
-        self._recording = recording
+        self._slots_for = slots_for
 
     @property
     def model(self) -> str:
@@ -141,21 +170,24 @@ class _RecordingProvider:
         response_format: dict[str, Any] | None = None,
     ) -> AsyncGenerator[AsyncIterator[ProviderEvent]]:
         request = list(messages)
+        slots = self._slots_for(request_key(request, tools))
+        slot = len(slots)
+        slots.append(None)  # a call that never completes leaves an empty slot, skipped later
         async with self._inner.stream(
             request, tools=tools, response_format=response_format
         ) as events:
-            tap = self._tap(request, events)
+            tap = self._tap(events, slots, slot)
             try:
                 yield tap
             finally:
                 await tap.aclose()
 
     async def _tap(
-        self, request: list[ChatMessage], events: AsyncIterator[ProviderEvent]
+        self, events: AsyncIterator[ProviderEvent], slots: list[Turn | None], slot: int
     ) -> AsyncGenerator[ProviderEvent]:
         async for event in events:
             if isinstance(event, Completion):
-                self._recording.add(request, _turn_of(event))
+                slots[slot] = _turn_of(event)
             yield event
 
 

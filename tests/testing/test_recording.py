@@ -2,13 +2,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from raf import ConcurrentBuilder, IAgent, ReactAgent, SequentialBuilder, tool
 from raf.messages import ChatMessage
-from raf.providers.base import LlmProvider
+from raf.providers.base import Completion, LlmProvider
 from raf.providers.openai import OpenAIProvider, create_client
-from raf.testing import Recording, ScriptedOpenAIServer, ScriptExhausted, Turn, text, tool_calls
+from raf.testing import (
+    Recording,
+    ScriptedOpenAIServer,
+    ScriptedProvider,
+    ScriptExhausted,
+    Turn,
+    text,
+    tool_calls,
+)
 from raf.updates import AgentUpdate
 
 pytestmark = pytest.mark.anyio
@@ -89,3 +98,75 @@ async def test_an_unrecorded_request_says_so() -> None:
 def test_foreign_json_is_refused() -> None:
     with pytest.raises(ValueError, match="not a raf recording"):
         Recording.from_json('{"version": 99}')
+
+
+def twin_reviewers(style: LlmProvider, facts: LlmProvider) -> IAgent:
+    """Two agents whose requests are identical: same instructions, same conversation."""
+    return (
+        ConcurrentBuilder(id="review")
+        .add_agent(ReactAgent("style", style, "Review the text."))
+        .add_agent(ReactAgent("facts", facts, "Review the text."))
+        .build()
+        .as_agent()
+    )
+
+
+async def test_named_providers_keep_identical_requests_apart() -> None:
+    recording = Recording()
+    live = twin_reviewers(
+        recording.record(ScriptedProvider([text("approve")]), name="style"),
+        recording.record(ScriptedProvider([text("revise")]), name="facts"),
+    )
+    recorded = await live.run("draft").collect()
+    replayed = (
+        await twin_reviewers(recording.replay(name="style"), recording.replay(name="facts"))
+        .run("draft")
+        .collect()
+    )
+    assert (
+        [(m.author, m.text) for m in replayed.messages]
+        == [(m.author, m.text) for m in recorded.messages]
+        == [("style", "approve"), ("facts", "revise")]
+    )
+
+
+async def test_identical_requests_replay_in_the_order_they_were_made() -> None:
+    # The first request finishes last; replay still answers requests in the order made.
+    recording = Recording()
+    live = recording.record(ScriptedProvider([text("first"), text("second")]))
+    request = [ChatMessage.user("same question")]
+    first_made, second_done = anyio.Event(), anyio.Event()
+    finished: list[str] = []
+
+    async def ask(first: bool) -> None:
+        async with live.stream(request) as events:
+            if first:
+                first_made.set()
+                await second_done.wait()
+            finished.extend([e.text async for e in events if isinstance(e, Completion)])
+        if not first:
+            second_done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask, True)
+        await first_made.wait()
+        tg.start_soon(ask, False)
+    assert finished == ["second", "first"]
+    replay = recording.replay()
+    answers: list[str] = []
+    for _ in range(2):
+        async with replay.stream(request) as events:
+            answers += [e.text async for e in events if isinstance(e, Completion)]
+    assert answers == ["first", "second"]
+
+
+async def test_tools_are_part_of_the_request() -> None:
+    recording = Recording()
+    live = recording.record(ScriptedProvider([text("with tools")]))
+    request = [ChatMessage.user("q")]
+    async with live.stream(request, tools=[shout.definition]) as events:
+        _ = [e async for e in events]
+    replay = recording.replay()
+    with pytest.raises(ScriptExhausted, match="no recorded answer #1"):
+        async with replay.stream(request) as events:
+            _ = [e async for e in events]
