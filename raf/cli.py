@@ -22,9 +22,11 @@ from typing import Any, cast
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from raf.agent import IAgent
+from raf.errors import AgentError
 from raf.live_tree import stream_live
 from raf.registry import AgentTree, tree_of
 
@@ -42,11 +44,15 @@ def load_target(spec: str) -> Any:
         path = Path(module_name)
         if not path.exists():
             raise SystemExit(f"no file {module_name!r}")
-        loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+        # A private module name: the file's own (say `concurrent`) may shadow a standard one.
+        name = f"_raf_target_{path.stem}"
+        loader_spec = importlib.util.spec_from_file_location(name, path)
         if loader_spec is None or loader_spec.loader is None:
             raise SystemExit(f"cannot import {module_name!r}")
         module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[path.stem] = module
+        sys.modules[name] = module
+        # Its neighbours import as they would when the file runs as a script.
+        sys.path.insert(0, str(path.resolve().parent))
         loader_spec.loader.exec_module(module)
     else:
         sys.path.insert(0, str(Path.cwd()))
@@ -148,7 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `raf` command."""
     args = build_parser().parse_args(argv)
     console = Console()
-    return cast(int, args.handler(args, console))
+    try:
+        return cast(int, args.handler(args, console))
+    except AgentError as exc:
+        # The message says what happened, where (the agent path) and what to do.
+        console.print()
+        console.print(f"[bold red]{type(exc).__name__}:[/] {escape(str(exc))}")
+        return 1
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +62,40 @@ def test_bad_targets_say_what_is_wrong() -> None:
         load_target("examples.registry:nope")
     with pytest.raises(SystemExit, match="neither an IAgent nor a Workflow"):
         as_agent(42)
+
+
+def test_a_file_may_share_its_name_with_a_standard_module(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "helpers_for_cli.py").write_text("PREFIX = 'both said'\n")
+    target = tmp_path / "concurrent.py"
+    target.write_text(
+        "from helpers_for_cli import PREFIX\n"
+        "from raf import ConcurrentBuilder, FunctionAgent\n"
+        "agent = (\n"
+        "    ConcurrentBuilder(id='pair')\n"
+        "    .add_agent(FunctionAgent('a', lambda m: PREFIX + ' A'))\n"
+        "    .add_agent(FunctionAgent('b', lambda m: 'B'))\n"
+        "    .build()\n"
+        ")\n"
+    )
+    assert main(["run", f"{target}:agent", "hi"]) == 0
+    assert "both said A" in capsys.readouterr().out
+    assert "concurrent.futures" in sys.modules  # the standard package is untouched
+
+
+def test_a_failing_run_prints_the_error_with_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "failing.py"
+    target.write_text(
+        "from raf import FunctionAgent, SequentialBuilder\n"
+        "def broken(messages):\n"
+        "    raise RuntimeError('[bold]no[/bold] database')\n"
+        "agent = SequentialBuilder(id='s').add_agent(FunctionAgent('b', broken)).build()\n"
+    )
+    assert main(["run", f"{target}:agent", "hi"]) == 1
+    out = capsys.readouterr().out
+    assert "WorkflowError: executor 'b' failed" in out and "(at 's')" in out
+    assert "RuntimeError: [bold]no[/bold] database" in out
+    assert "Traceback" not in out
