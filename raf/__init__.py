@@ -94,7 +94,9 @@ if TYPE_CHECKING:
     from raf.stores import SqliteCheckpointStore as SqliteCheckpointStore
     from raf.tools import Tool as Tool
     from raf.tools import ToolDefinition as ToolDefinition
+    from raf.tools import Workspace as Workspace
     from raf.tools import tool as tool
+    from raf.tools import workspace_tools as workspace_tools
 
 # Everything past the agent contract loads on first use, so `import raf` stays fast.
 _LAZY: dict[str, str] = {
@@ -131,6 +133,8 @@ _LAZY: dict[str, str] = {
     "create_llm_adapter": "raf.adapters",
     "create_react_adapter": "raf.adapters",
     "tool": "raf.tools",
+    "Workspace": "raf.tools",
+    "workspace_tools": "raf.tools",
     "walk": "raf.registry",
 }
 
@@ -219,6 +223,7 @@ __all__ = [
     "WorkflowBuilder",
     "WorkflowError",
     "WorkflowResult",
+    "Workspace",
     "agent_to_adapter",
     "create_client",
     "create_llm_adapter",
@@ -226,4 +231,5 @@ __all__ = [
     "invoke_agent",
     "tool",
     "walk",
+    "workspace_tools",
 ]

@@ -24,10 +24,19 @@ def to_chat_completions(messages: Iterable[ChatMessage]) -> list[ChatCompletionM
     """The chat-completions `messages` list for a raf conversation.
 
     Reasoning is not sent back; a tool message becomes one message per tool result.
+
+    Raises:
+        ValueError: a tool message holds no `ToolResultContent`.
     """
     out: list[dict[str, Any]] = []
-    for message in messages:
+    for position, message in enumerate(messages):
         results = [c for c in message.contents if c.type == "tool_result"]
+        if message.role == "tool" and not results:
+            raise ValueError(
+                f"message {position} has role 'tool' but no ToolResultContent; a tool message "
+                "needs ToolResultContent(call_id=...) naming the call it answers "
+                "(ChatMessage.tool_result(call_id, result) builds one)"
+            )
         if message.role != "tool" and (_has_text_or_calls(message) or not results):
             out.append(_plain_message(message))
         out.extend(

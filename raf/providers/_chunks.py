@@ -43,6 +43,10 @@ class ChunkAssembler:
     Tool calls are keyed by their `index`: the id and name come on the first delta of an
     index, the arguments in pieces. A call is announced (`ToolCallStarted`) once its name is
     known; argument pieces that came earlier follow at once as one `ToolCallDelta`.
+
+    Some servers send every call at index 0, or no index at all, and tell calls apart only
+    by their ids: a delta whose id differs from the id of the call at its index starts a new
+    call, and a delta without an index continues the call most recently fed.
     """
 
     text: list[str] = field(default_factory=lambda: list[str]())
@@ -50,6 +54,9 @@ class ChunkAssembler:
     calls: dict[int, _PendingCall] = field(default_factory=lambda: dict[int, _PendingCall]())
     usage: tuple[int, int] | None = None
     finish_reason: str | None = None
+    # The key in `calls` of the call each server index currently feeds, and of the last call fed.
+    _keys: dict[int, int] = field(init=False, default_factory=lambda: dict[int, int]())
+    _last: int | None = field(init=False, default=None)
 
     def feed(self, chunk: Mapping[str, Any]) -> list[ProviderEvent]:
         """The events one chunk produces (often one, sometimes none)."""
@@ -85,12 +92,14 @@ class ChunkAssembler:
         return events
 
     def _feed_call(self, delta: Mapping[str, Any]) -> list[ProviderEvent]:
-        index = _int(delta.get("index"))
-        call = self.calls.get(index)
-        if call is None:
-            call = self.calls[index] = _PendingCall(index)
-        call_id = delta.get("id")
-        if isinstance(call_id, str) and call_id and call.call_id is None:
+        raw_index = delta.get("index")
+        index = (
+            raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
+        )
+        raw_id = delta.get("id")
+        call_id = raw_id if isinstance(raw_id, str) and raw_id else None
+        call = self._call_for(index, call_id)
+        if call_id is not None and call.call_id is None:
             call.call_id = call_id
         function = _object(delta.get("function"))
         name = function.get("name")
@@ -105,6 +114,21 @@ class ChunkAssembler:
         if call.started and piece:
             return [ToolCallDelta(_call_id(call), piece)]
         return []
+
+    def _call_for(self, index: int | None, call_id: str | None) -> _PendingCall:
+        """The call a delta feeds: the one at its index (or the last one), or a new one."""
+        key = self._last if index is None else self._keys.get(index)
+        call = None if key is None else self.calls[key]
+        if call is None or (call_id is not None and call.call_id not in (None, call_id)):
+            if index is not None and index not in self.calls:
+                key = index
+            else:
+                key = max(self.calls, default=-1) + 1
+            call = self.calls[key] = _PendingCall(key)
+        if index is not None:
+            self._keys[index] = call.index
+        self._last = call.index
+        return call
 
     def finish(self) -> list[ProviderEvent]:
         """The closing events: calls never announced, the usage report, the `Completion`."""

@@ -45,6 +45,9 @@ def classify(exc: Exception) -> Failure | None:
         )
     if isinstance(exc, _TRANSPORT_ERRORS):
         return Failure(exc, None, transient=True)
+    if isinstance(exc, UnicodeDecodeError):
+        # The body is broken, not the connection: the server would send the same bytes again.
+        return Failure(exc, None, transient=False)
     if isinstance(exc, openai.OpenAIError):
         return Failure(exc, getattr(exc, "status_code", None), transient=False)
     return None
@@ -97,6 +100,8 @@ def _kind(exc: Exception) -> str:
         return "a timeout"
     if isinstance(exc, _TRANSPORT_ERRORS):
         return "a connection error"
+    if isinstance(exc, UnicodeDecodeError):
+        return "invalid UTF-8"
     return type(exc).__name__
 
 
@@ -108,11 +113,15 @@ def _detail(exc: Exception) -> str:
             if isinstance(text, str) and text:
                 return text
         return exc.message
+    if isinstance(exc, UnicodeDecodeError):
+        return f"the server sent bytes that are not UTF-8 ({exc})"
     return str(exc) or type(exc).__name__
 
 
 def _advice(status: int | None, exc: Exception, base_url: str) -> str:
     if status is None:
+        if isinstance(exc, UnicodeDecodeError):
+            return f"check that {base_url} is an OpenAI-compatible endpoint"
         if isinstance(exc, _TIMEOUT_ERRORS):
             return "the endpoint did not answer in time; raise the provider's timeout"
         return f"could not reach {base_url}; check the base URL and the network"

@@ -1,4 +1,4 @@
-"""Tools a model can call: `@tool`, `Tool`, `ToolResult`, and the plain `ToolDefinition`.
+"""Tools a model can call: `@tool`, `Tool`, `ToolResult`, `ToolDefinition`, and `Workspace`.
 
 Example:
     >>> from raf.tools import tool
@@ -15,5 +15,15 @@ from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS as DEFAULT_MAX_OUTPUT_CHARS
 from raf.tools.tool import Tool as Tool
 from raf.tools.tool import ToolResult as ToolResult
 from raf.tools.tool import tool as tool
+from raf.tools.workspace import Workspace as Workspace
+from raf.tools.workspace import workspace_tools as workspace_tools
 
-__all__ = ["DEFAULT_MAX_OUTPUT_CHARS", "Tool", "ToolDefinition", "ToolResult", "tool"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_CHARS",
+    "Tool",
+    "ToolDefinition",
+    "ToolResult",
+    "Workspace",
+    "tool",
+    "workspace_tools",
+]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from raf.messages import (
     ChatMessage,
     ReasoningContent,
@@ -95,3 +97,15 @@ def test_content_parts_and_developer_role_are_read() -> None:
         ]
     )
     assert messages == [ChatMessage.system("rules"), ChatMessage.user("ab")]
+
+
+def test_a_tool_message_without_a_result_is_refused_with_its_position() -> None:
+    messages = [
+        ChatMessage.user("add"),
+        ChatMessage(
+            role="assistant", contents=[ToolCallContent(call_id="c1", name="add", arguments="{}")]
+        ),
+        ChatMessage(role="tool", contents=[TextContent(text="3")]),
+    ]
+    with pytest.raises(ValueError, match=r"message 2 .*ToolResultContent\(call_id=\.\.\.\)"):
+        to_chat_completions(messages)

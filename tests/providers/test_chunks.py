@@ -28,12 +28,15 @@ def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str,
 
 
 def _call_delta(
-    index: int, piece: str, *, call_id: str | None = None, name: str | None = None
+    index: int | None, piece: str, *, call_id: str | None = None, name: str | None = None
 ) -> dict[str, Any]:
+    """A chunk with one tool-call delta; `index=None` leaves the index out."""
     function: dict[str, Any] = {"arguments": piece}
     if name is not None:
         function["name"] = name
-    entry: dict[str, Any] = {"index": index, "function": function}
+    entry: dict[str, Any] = {"function": function}
+    if index is not None:
+        entry["index"] = index
     if call_id is not None:
         entry["id"] = call_id
     return _chunk({"tool_calls": [entry]})
@@ -83,7 +86,55 @@ def _interleaved_calls(draw: st.DrawFn) -> tuple[list[tuple[str, str]], list[dic
 def test_any_split_and_interleaving_of_arguments_assembles_the_same_calls(
     case: tuple[list[tuple[str, str]], list[dict[str, Any]]],
 ) -> None:
-    calls, chunks = case
+    _assert_assembled(*case, in_order=False)
+
+
+@st.composite
+def _calls_told_apart_by_id(
+    draw: st.DrawFn,
+) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+    """Tool calls streamed one after another, each with its index, index 0 or no index on all
+    its deltas, and its id on its first delta (and maybe repeated on later ones)."""
+    calls = draw(
+        st.lists(
+            st.tuples(
+                st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
+                st.text(min_size=0, max_size=60),
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    style = draw(st.sampled_from(["index", "zero"]))
+    chunks: list[dict[str, Any]] = []
+    for position, (name, arguments) in enumerate(calls):
+        index = draw(st.sampled_from([position if style == "index" else 0, None]))
+        cuts = draw(st.lists(st.integers(0, len(arguments)), max_size=8))
+        pieces = _pieces(arguments, cuts) or [""]
+        if draw(st.booleans()):
+            pieces.insert(0, "")  # a first delta with the name and id only
+        first, *rest = pieces
+        chunks.append(_call_delta(index, first, call_id=f"id-{position}", name=name))
+        for piece in rest:
+            chunks.append(
+                _call_delta(index, piece, call_id=f"id-{position}" if draw(st.booleans()) else None)
+            )
+    return calls, chunks
+
+
+@settings(max_examples=30)
+@given(_calls_told_apart_by_id())
+def test_calls_without_a_usable_index_are_told_apart_by_their_ids(
+    case: tuple[list[tuple[str, str]], list[dict[str, Any]]],
+) -> None:
+    _assert_assembled(*case, in_order=True)
+
+
+def _assert_assembled(
+    calls: list[tuple[str, str]], chunks: list[dict[str, Any]], *, in_order: bool
+) -> None:
+    """The chunks assemble to `calls` (ids `id-0`, `id-1`, …), each started once, each
+    argument delta streamed; `in_order`: started in call order."""
     events = _run([*chunks, _chunk({}, "tool_calls")])
     expected = [
         ToolCallContent(call_id=f"id-{i}", name=name, arguments=arguments)
@@ -93,14 +144,73 @@ def test_any_split_and_interleaving_of_arguments_assembles_the_same_calls(
     assert isinstance(completion, Completion)
     assert completion.tool_calls == expected
     started = [e for e in events if isinstance(e, ToolCallStarted)]
-    assert sorted(started, key=lambda e: e.call_id) == [
-        ToolCallStarted(c.call_id, c.name) for c in expected
-    ]
+    if not in_order:
+        started.sort(key=lambda e: e.call_id)
+    assert started == [ToolCallStarted(c.call_id, c.name) for c in expected]
     for call in expected:
         streamed = "".join(
             e.delta for e in events if isinstance(e, ToolCallDelta) and e.call_id == call.call_id
         )
         assert streamed == call.arguments
+
+
+def test_two_calls_without_index_stay_two_calls() -> None:
+    events = _run(
+        [
+            _call_delta(None, '{"a":1}', call_id="c1", name="add"),
+            _call_delta(None, '{"b":2}', call_id="c2", name="mul"),
+            _chunk({}, "tool_calls"),
+        ]
+    )
+    completion = events[-1]
+    assert isinstance(completion, Completion)
+    assert completion.tool_calls == [
+        ToolCallContent(call_id="c1", name="add", arguments='{"a":1}'),
+        ToolCallContent(call_id="c2", name="mul", arguments='{"b":2}'),
+    ]
+    assert [e for e in events if isinstance(e, ToolCallStarted)] == [
+        ToolCallStarted("c1", "add"),
+        ToolCallStarted("c2", "mul"),
+    ]
+
+
+def test_a_delta_without_index_or_id_continues_the_last_call() -> None:
+    events = _run(
+        [
+            _call_delta(None, '{"a"', call_id="c1", name="add"),
+            _call_delta(None, ":1}"),
+            _call_delta(None, "", call_id="c2", name="mul"),
+            _call_delta(None, '{"b":2}'),
+            _chunk({}, "tool_calls"),
+        ]
+    )
+    completion = events[-1]
+    assert isinstance(completion, Completion)
+    assert completion.tool_calls == [
+        ToolCallContent(call_id="c1", name="add", arguments='{"a":1}'),
+        ToolCallContent(call_id="c2", name="mul", arguments='{"b":2}'),
+    ]
+
+
+def test_a_new_id_at_a_used_index_does_not_take_the_next_index() -> None:
+    # Call "b" was moved off index 0; the server's own index 1 still gets its own call.
+    events = _run(
+        [
+            _call_delta(0, "{}", call_id="a", name="f"),
+            _call_delta(0, "", call_id="b", name="g"),
+            _call_delta(1, "", call_id="c", name="h"),
+            _call_delta(0, "[1]"),
+            _call_delta(1, "[2]"),
+            _chunk({}, "tool_calls"),
+        ]
+    )
+    completion = events[-1]
+    assert isinstance(completion, Completion)
+    assert completion.tool_calls == [
+        ToolCallContent(call_id="a", name="f", arguments="{}"),
+        ToolCallContent(call_id="b", name="g", arguments="[1]"),
+        ToolCallContent(call_id="c", name="h", arguments="[2]"),
+    ]
 
 
 def test_deltas_of_a_call_follow_its_start() -> None:
@@ -140,11 +250,11 @@ def test_missing_ids_get_stable_distinct_ones() -> None:
     assert [e.call_id for e in events if isinstance(e, ToolCallStarted)] == ids
 
 
-def test_later_ids_and_names_do_not_rename_a_started_call() -> None:
+def test_a_repeated_id_with_another_name_does_not_rename_a_started_call() -> None:
     events = _run(
         [
             _call_delta(0, "", call_id="first", name="f"),
-            _call_delta(0, "{}", call_id="second", name="g"),
+            _call_delta(0, "{}", call_id="first", name="g"),
             _chunk({}, "tool_calls"),
         ]
     )
@@ -223,7 +333,7 @@ def test_sse_decoding_survives_any_split_of_the_body(
     ).encode()
     points = sorted({min(c, len(body)) for c in cuts} | {0, len(body)})
     decoder = SseDecoder()
-    decoded: list[str] = []
+    decoded: list[bytes] = []
     for a, b in itertools.pairwise(points):
         decoded.extend(decoder.feed(body[a:b]))
     assert [json.loads(d) for d in decoded] == payloads
@@ -232,4 +342,4 @@ def test_sse_decoding_survives_any_split_of_the_body(
 def test_sse_comments_and_other_fields_are_skipped_and_data_lines_joined() -> None:
     decoder = SseDecoder()
     body = b": keep-alive\n\nevent: message\nid: 3\ndata: a\ndata: b\n\n"
-    assert decoder.feed(body) == ["a\nb"]
+    assert decoder.feed(body) == [b"a\nb"]

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import anyio
 import openai
 import pytest
-from anyio.abc import SocketAttribute
+from anyio.abc import SocketAttribute, SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
 
+from raf import ReactAgent
 from raf.errors import ProviderError
 from raf.messages import ChatMessage, ToolCallContent
 from raf.providers.base import (
@@ -368,3 +374,91 @@ async def test_create_client_disables_the_clients_own_retries() -> None:
         assert client.max_retries == 0
         assert str(client.base_url) == "http://127.0.0.1:9/v1/"
     assert client.is_closed()
+
+
+@asynccontextmanager
+async def _raw_event_stream_server(body: bytes) -> AsyncIterator[tuple[str, list[bytes]]]:
+    """A server answering every request with `body`, byte for byte, as an event stream.
+
+    Yields the base URL and the request heads received. (ScriptedOpenAIServer sends text
+    only, so it cannot send bytes that are not UTF-8.)
+    """
+    heads: list[bytes] = []
+
+    async def answer(stream: SocketStream) -> None:
+        async with stream:
+            reader = BufferedByteReceiveStream(stream)
+            head = await reader.receive_until(b"\r\n\r\n", 65536)
+            length = next(
+                int(line.partition(b":")[2])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            await reader.receive_exactly(length)
+            heads.append(head)
+            await stream.send(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"connection: close\r\n\r\n" + body
+            )
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, answer)
+        yield f"http://127.0.0.1:{port}/v1", heads
+        tg.cancel_scope.cancel()
+
+
+def _text_chunk(piece: str) -> bytes:
+    chunk = {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+NOT_UTF8 = b"data: \xff\xfe\n\n"
+RETRY_THRICE = FAST.model_copy(update={"max_attempts": 3})
+
+
+async def test_bytes_that_are_not_utf8_fail_the_call_without_retries() -> None:
+    async with (
+        _raw_event_stream_server(NOT_UTF8) as (base_url, heads),
+        create_client(base_url, "test-key") as client,
+    ):
+        with anyio.fail_after(5), pytest.raises(ProviderError) as info:
+            await _collect(OpenAIProvider(client, "raw-model", retry=RETRY_THRICE))
+    assert len(heads) == 1  # the same server would send the same bytes again
+    err = info.value
+    assert (err.model, err.status, err.attempts) == ("raw-model", None, 1)
+    assert isinstance(err.__cause__, UnicodeDecodeError)
+    assert "model 'raw-model'" in str(err)
+    assert "the server sent bytes that are not UTF-8" in str(err)
+    assert base_url in str(err)
+
+
+async def test_bytes_that_are_not_utf8_after_output_break_the_stream() -> None:
+    async with (
+        _raw_event_stream_server(_text_chunk("hi") + NOT_UTF8) as (base_url, heads),
+        create_client(base_url, "test-key") as client,
+    ):
+        seen: list[ProviderEvent] = []
+        with anyio.fail_after(5), pytest.raises(ProviderError) as info:
+            async with OpenAIProvider(client, "raw-model", retry=RETRY_THRICE).stream(HI) as events:
+                async for event in events:
+                    seen.append(event)
+    assert seen == [TextChunk("hi")]
+    assert len(heads) == 1
+    assert isinstance(info.value.__cause__, UnicodeDecodeError)
+    assert "the stream of model 'raw-model' broke" in str(info.value)
+    assert "the server sent bytes that are not UTF-8" in str(info.value)
+
+
+async def test_bytes_that_are_not_utf8_name_the_agent_that_called_the_model() -> None:
+    async with (
+        _raw_event_stream_server(NOT_UTF8) as (base_url, _),
+        create_client(base_url, "test-key") as client,
+    ):
+        agent = ReactAgent("writer", OpenAIProvider(client, "raw-model", retry=FAST), "Write.")
+        with anyio.fail_after(5), pytest.raises(ProviderError) as info:
+            await agent.run("go").collect()
+    assert info.value.path == ("writer",)
+    assert "not UTF-8" in str(info.value)
+    assert "'writer'" in str(info.value)
