@@ -66,7 +66,8 @@ class SequenceStep(AgentExecutor):
     """One agent of a sequence: runs it on the conversation so far and passes it on.
 
     Between steps travels `(start, conversation)`: `start` marks where the input ends, so
-    the last step outputs exactly what the agents added.
+    the last step outputs exactly what the agents added (with the last agent's `value`, if
+    it has one).
     """
 
     kind: ClassVar[str] = "agent"
@@ -87,6 +88,11 @@ class SequenceStep(AgentExecutor):
         conversation = [*conversation, *response.messages]
         if ctx.successors:
             await ctx.send((start, conversation))
+        elif response.value is not None:
+            # The last agent's structured value is the sequence's value.
+            await ctx.yield_output(
+                AgentResponse(messages=conversation[start:], value=response.value)
+            )
         else:
             await ctx.yield_output(conversation[start:])
         return response

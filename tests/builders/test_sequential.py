@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
-from raf.builders import SequentialBuilder
+from raf.builders import ConcurrentBuilder, SequentialBuilder
 from raf.errors import GraphValidationError
 from raf.function_agent import FunctionAgent
 from raf.messages import ChatMessage
+from raf.react import ReactAgent
 from raf.session import Session
+from raf.testing import ScriptedProvider, resolve
 from raf.updates import ExecutorInvoked, ExecutorInvoking
 
 pytestmark = pytest.mark.anyio
@@ -77,3 +80,28 @@ def test_empty_sequence_is_rejected() -> None:
 def test_graph_renders() -> None:
     workflow = SequentialBuilder(id="s").add_agent(seen("a")).add_agent(seen("b")).build()
     assert "a" in workflow.to_mermaid() and "b" in workflow.to_dot()
+
+
+async def test_the_last_agents_structured_value_is_the_sequences_value() -> None:
+    class Rating(BaseModel):
+        score: int
+
+    rater = ReactAgent(
+        "rater", ScriptedProvider([resolve({"score": 7})]), "Rate it.", output_schema=Rating
+    )
+    agent = SequentialBuilder(id="s").add_agent(seen("a")).add_agent(rater).build().as_agent()
+    response = await agent.run("q").collect()
+    assert response.value == Rating(score=7)
+    assert [m.author for m in response.messages] == ["a", "rater", "rater", "rater"]
+
+
+async def test_a_nested_workflows_value_comes_through_a_sequence() -> None:
+    votes = (
+        ConcurrentBuilder(id="votes")
+        .add_agent(FunctionAgent("x", lambda ms: "yes"))
+        .with_aggregator(lambda results: 42)
+        .build()
+    )
+    agent = SequentialBuilder(id="s").add_agent(votes.as_agent()).build().as_agent()
+    response = await agent.run("q").collect()
+    assert (response.messages, response.value) == ([], 42)
