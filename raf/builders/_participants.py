@@ -8,9 +8,7 @@ from raf.agent import IAgent
 from raf.errors import GraphValidationError
 
 
-def check_participants(
-    builder: str, workflow_id: str, agents: Iterable[IAgent], reserved: Iterable[str] = ()
-) -> list[IAgent]:
+def check_participants(builder: str, workflow_id: str, agents: Iterable[IAgent]) -> list[IAgent]:
     """The participants as a list, after checking they are agents with unique ids.
 
     Raises:
@@ -37,12 +35,5 @@ def check_participants(
             f"{', '.join(repr(d) for d in duplicates)}; sibling ids must be unique (pass id= to "
             "the nested builder, or give the agents distinct ids)",
             ids=tuple(duplicates),
-        )
-    clashes = sorted(seen.intersection(reserved))
-    if clashes:
-        raise GraphValidationError(
-            f"{builder} {workflow_id!r}: participant id {clashes[0]!r} is reserved for the "
-            "workflow's own node; rename the agent",
-            ids=tuple(clashes),
         )
     return participants

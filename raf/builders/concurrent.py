@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Self, cast
 
-from raf.agent import IAgent
+from raf.agent import IAgent, check_agent_id
 from raf.builders._participants import check_participants
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
@@ -46,7 +46,7 @@ class ConcurrentBuilder:
     """
 
     def __init__(self, id: str | None = None) -> None:
-        self._id = id or DEFAULT_ID
+        self._id = check_agent_id(id) if id is not None else DEFAULT_ID
         self._agents: list[IAgent] = []
         self._aggregator: Aggregator | None = None
 
@@ -64,15 +64,13 @@ class ConcurrentBuilder:
         """Check the participants and compile the fan-out and fan-in onto the graph engine.
 
         Raises:
-            GraphValidationError: no participants, two with the same id, or an id taken by
-                the workflow's own `dispatcher` / `aggregator` nodes.
+            GraphValidationError: no participants, or two with the same id.
         """
-        agents = check_participants(
-            "ConcurrentBuilder", self._id, self._agents, reserved=(DISPATCHER, AGGREGATOR)
-        )
+        agents = check_participants("ConcurrentBuilder", self._id, self._agents)
+        ids = [a.id for a in agents]
         branches = [Branch(agent) for agent in agents]
-        dispatcher = Dispatcher(DISPATCHER)
-        aggregator = Aggregate(AGGREGATOR, [a.id for a in agents], self._aggregator)
+        dispatcher = Dispatcher(_free_id(DISPATCHER, ids))
+        aggregator = Aggregate(_free_id(AGGREGATOR, ids), ids, self._aggregator)
         builder = WorkflowBuilder(self._id).add_executor(dispatcher)
         for branch in branches:
             builder.add_executor(branch)
@@ -125,3 +123,12 @@ class Aggregate(Executor):
             output = [output]
         await ctx.yield_output(output)
         return output
+
+
+def _free_id(base: str, taken: list[str]) -> str:
+    """`base`, or `base_2`, `base_3`, … when a participant already has that id."""
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}_{n}"
+    return candidate

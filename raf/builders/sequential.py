@@ -15,7 +15,7 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any, ClassVar, Self, cast
 
-from raf.agent import IAgent
+from raf.agent import IAgent, check_agent_id
 from raf.builders._participants import check_participants
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
@@ -38,7 +38,7 @@ class SequentialBuilder:
     """
 
     def __init__(self, id: str | None = None) -> None:
-        self._id = id or DEFAULT_ID
+        self._id = check_agent_id(id) if id is not None else DEFAULT_ID
         self._agents: list[IAgent] = []
 
     def add_agent(self, agent: IAgent) -> Self:

@@ -104,14 +104,31 @@ def test_ids_and_metadata() -> None:
     assert agent.metadata.children == ("x", "y")
 
 
-def test_duplicate_and_reserved_ids_are_rejected() -> None:
+def test_duplicate_ids_are_rejected() -> None:
     dup = ConcurrentBuilder(id="c").add_agent(FunctionAgent("x", lambda m: "1"))
     dup.add_agent(FunctionAgent("x", lambda m: "2"))
     with pytest.raises(GraphValidationError, match="same id: 'x'"):
         dup.build()
-    reserved = ConcurrentBuilder(id="c").add_agent(FunctionAgent("aggregator", lambda m: "1"))
-    with pytest.raises(GraphValidationError, match="reserved"):
-        reserved.build()
+
+
+async def test_agents_may_take_the_names_of_the_workflows_own_nodes() -> None:
+    builder = ConcurrentBuilder(id="c")
+    for agent_id in ("dispatcher", "aggregator", "aggregator_2"):
+        builder.add_agent(FunctionAgent(agent_id, lambda m, a=agent_id: f"{a} here"))
+    workflow = builder.build()
+    assert set(workflow.executors) == {
+        "dispatcher",
+        "dispatcher_2",
+        "aggregator",
+        "aggregator_2",
+        "aggregator_3",
+    }
+    response = await workflow.as_agent().run("go").collect()
+    assert [m.text for m in response.messages] == [
+        "dispatcher here",
+        "aggregator here",
+        "aggregator_2 here",
+    ]
 
 
 async def test_a_failing_participant_cancels_the_others_and_names_itself() -> None:

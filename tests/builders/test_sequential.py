@@ -105,3 +105,12 @@ async def test_a_nested_workflows_value_comes_through_a_sequence() -> None:
     agent = SequentialBuilder(id="s").add_agent(votes.as_agent()).build().as_agent()
     response = await agent.run("q").collect()
     assert (response.messages, response.value) == ([], 42)
+
+
+@pytest.mark.parametrize("builder", [SequentialBuilder, ConcurrentBuilder])
+@pytest.mark.parametrize("bad", ["", "a/b"])
+def test_an_unusable_workflow_id_is_refused_at_once(
+    builder: type[SequentialBuilder | ConcurrentBuilder], bad: str
+) -> None:
+    with pytest.raises(ValueError, match=f"agent id {bad!r} is not usable"):
+        builder(id=bad)
