@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,13 +63,20 @@ def walk(agent: IAgent) -> Iterator[tuple[AgentPath, IAgent]]:
 
 
 def tree_of(agent: IAgent) -> AgentTree:
-    """The `AgentTree` of `agent` and all its descendants."""
+    """The `AgentTree` of `agent` and all its descendants.
+
+    Raises:
+        LookupError: when an agent lists a child that `get_subagent` cannot return.
+    """
     meta = agent.metadata
     children: list[AgentTree] = []
     for child_id in meta.children:
         child = agent.get_subagent(child_id)
-        if child is not None:
-            children.append(tree_of(child))
+        if child is None:
+            raise LookupError(
+                f"agent {meta.id!r} lists child {child_id!r} but get_subagent returned None"
+            )
+        children.append(tree_of(child))
     return AgentTree(
         id=meta.id,
         kind=meta.kind,
@@ -129,8 +137,9 @@ class AgentRegistry:
         """
         agent = self._by_path.get(path.strip("/"))
         if agent is None:
-            known = ", ".join(sorted(self._by_path)[:10]) or "none"
-            raise KeyError(f"no agent at {path!r}; registered paths include: {known}")
+            close = difflib.get_close_matches(path.strip("/"), list(self._by_path), n=5)
+            known = ", ".join(close or sorted(self._by_path)[:5]) or "none"
+            raise KeyError(f"no agent at {path!r}; the closest registered paths: {known}")
         return agent
 
     def find(self, agent_id: str) -> list[str]:

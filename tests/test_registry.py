@@ -86,3 +86,27 @@ def test_tree_of_matches_metadata_children() -> None:
     root = sample()
     tree = tree_of(root)
     assert [c.id for c in tree.children] == list(root.metadata.children)
+
+
+def test_a_missing_path_suggests_the_closest_registered_ones() -> None:
+    registry = AgentRegistry()
+    registry.register(sample())
+    with pytest.raises(KeyError) as info:
+        registry.get("root/a/xx")
+    message = str(info.value)
+    assert "closest registered paths: root/a/x" in message
+
+
+class Liar(Group):
+    """Lists a child it cannot return."""
+
+    def get_subagent(self, agent_id: str) -> IAgent | None:
+        return None
+
+
+def test_walk_and_tree_of_agree_on_a_child_that_cannot_be_returned() -> None:
+    liar = Liar("liar", leaf("ghost"))
+    with pytest.raises(LookupError, match="lists child 'ghost'"):
+        list(walk(liar))
+    with pytest.raises(LookupError, match="lists child 'ghost'"):
+        tree_of(liar)
