@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+# The quick run happens in a module fixture, which the default 60 s per test also covers.
+pytestmark = pytest.mark.timeout(240)
+
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ["A", "B", "C", "D", "E", "F", "G"]
 
@@ -26,7 +29,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=200,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((out / "latest.json").read_text())

@@ -149,9 +149,16 @@ async def test_leaving_early_cancels_every_leaf_of_a_depth_4_tree() -> None:
 
 
 async def test_one_workflow_serves_many_sessions_at_once() -> None:
+    # The gate opens only once all 8 first turns are inside the workflow at the same time:
+    # runs that were serialised would never get there, and fail_after would end the test.
     gate = anyio.Event()
+    arrived = 0
 
     async def remember(messages: list[ChatMessage]) -> str:
+        nonlocal arrived
+        arrived += 1
+        if arrived == len(sessions):
+            gate.set()
         await gate.wait()
         return "|".join(m.text for m in messages if m.role == "user")
 
@@ -174,7 +181,6 @@ async def test_one_workflow_serves_many_sessions_at_once() -> None:
         async with anyio.create_task_group() as tg:
             for i in range(len(sessions)):
                 tg.start_soon(converse, i)
-            gate.set()
     for i in range(len(sessions)):
         assert results[i] == [f"s{i}-1", f"s{i}-1|s{i}-2"]
 
@@ -253,3 +259,36 @@ async def test_a_failed_workflow_is_not_poisoned() -> None:
     with pytest.raises(WorkflowError, match="first run fails"):
         await agent.run("x").collect()
     assert (await agent.run("x").collect()).text == "recovered"
+
+
+async def test_one_concurrent_workflow_serves_many_sessions_at_once() -> None:
+    sessions = [Session() for _ in range(6)]
+    gate = anyio.Event()
+    arrived = 0
+
+    async def waits_for_all(messages: list[ChatMessage]) -> str:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 2 * len(sessions):  # both branches of every session
+            gate.set()
+        await gate.wait()
+        return messages[-1].text
+
+    agent = (
+        ConcurrentBuilder(id="c")
+        .add_agent(FunctionAgent("x", waits_for_all))
+        .add_agent(FunctionAgent("y", waits_for_all))
+        .build()
+        .as_agent()
+    )
+    results: dict[int, list[str]] = {}
+
+    async def converse(i: int) -> None:
+        response = await agent.run(f"s{i}", sessions[i]).collect()
+        results[i] = [m.text for m in response.messages]
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            for i in range(len(sessions)):
+                tg.start_soon(converse, i)
+    assert results == {i: [f"s{i}", f"s{i}"] for i in range(len(sessions))}

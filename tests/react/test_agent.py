@@ -1,23 +1,23 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 
 import anyio
 import anyio.to_thread
 import pytest
 from anyio.lowlevel import checkpoint
 
-from raf.agent import BaseAgent, IAgent, RunOptions, invoke_agent
+from raf.agent import IAgent, RunOptions
+from raf.errors import MaxRoundsExceeded
 from raf.messages import ChatMessage, ToolCallContent, ToolResultContent
 from raf.react import ReactAgent
-from raf.run import RunContext
 from raf.session import Session
 from raf.testing.script import Turn, text, tool_calls
 from raf.testing.scripted_provider import ScriptedProvider
 from raf.tools import tool
-from raf.updates import AgentResponse, AgentUpdate, MessageCompleted
+from raf.updates import AgentUpdate, MessageCompleted
 from tests.helpers import task_count
+from tests.react.support import Outer
 
 pytestmark = pytest.mark.anyio
 
@@ -26,22 +26,6 @@ pytestmark = pytest.mark.anyio
 def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
-
-
-class Outer(BaseAgent):
-    """A minimal parent that runs one child agent in place."""
-
-    kind = "outer"
-
-    def __init__(self, id: str, child: IAgent) -> None:
-        super().__init__(id)
-        self.child = child
-
-    def subagents(self) -> Sequence[IAgent]:
-        return (self.child,)
-
-    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
-        return await invoke_agent(self.child, messages, ctx)
 
 
 async def stream(agent: IAgent, messages: str, **kwargs: object) -> list[AgentUpdate]:
@@ -264,7 +248,7 @@ async def test_failure_does_not_poison_the_agent() -> None:
         [tool_calls(("add", {"a": 1, "b": 1})), tool_calls(("add", {"a": 1, "b": 1})), text("ok")]
     )
     agent = ReactAgent("calc", provider, "Add.", tools=[add], max_rounds=1)
-    with pytest.raises(Exception, match="1 model calls"):
+    with pytest.raises(MaxRoundsExceeded, match="1 model calls"):
         await agent.run("go").collect()
     assert (await agent.run("again", options=RunOptions(max_rounds=5)).collect()).text == "ok"
 

@@ -22,7 +22,7 @@ from raf.testing.script import Turn, error, text, tool_calls
 from raf.testing.scripted_provider import ScriptedProvider
 from raf.tools import ToolDefinition, ToolResult, tool
 from raf.updates import AgentUpdate, ToolCallArgs, ToolCalled, Usage
-from tests.react.test_agent import Outer
+from tests.react.support import Outer
 
 pytestmark = pytest.mark.anyio
 

@@ -179,12 +179,19 @@ async def test_cancellation_of_a_running_tool_propagates() -> None:
             cleaned.set()
         return "never"
 
+    returned: list[ToolResult] = []
+
+    async def call() -> None:
+        # Reached only if the call swallowed the cancellation and returned.
+        returned.append(await wait_forever.call("{}"))
+
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(wait_forever.call, "{}")
+            tg.start_soon(call)
             await started.wait()
             tg.cancel_scope.cancel()
     assert cleaned.is_set()
+    assert returned == []
 
 
 class _Unrenderable:
