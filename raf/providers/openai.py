@@ -74,8 +74,12 @@ class OpenAIProvider:
             (`temperature=0`, `extra_body={...}`).
 
     Example:
-        >>> provider = OpenAIProvider(client, "gpt-4o-mini", retry=RetryPolicy(max_attempts=2))
-        >>> provider.model
+        >>> async def main() -> str:
+        ...     async with create_client("http://127.0.0.1:8000/v1", "key") as client:
+        ...         provider = OpenAIProvider(client, "gpt-4o-mini", retry=RetryPolicy(max_attempts=2))
+        ...         return provider.model
+        >>> import anyio
+        >>> anyio.run(main)
         'gpt-4o-mini'
     """
 

@@ -3,6 +3,7 @@
 Example:
     >>> import anyio
     >>> from raf import ReactAgent
+    >>> from raf.testing import text
     >>> provider = ScriptedProvider([text("Hello there")])
     >>> agent = ReactAgent("greeter", provider, "Greet.")
     >>> anyio.run(lambda: agent.run("hi").collect()).text

@@ -19,17 +19,6 @@ def test_the_event_named_workflow_error_is_not_the_exception() -> None:
     assert not issubclass(raf.engine.WorkflowError, BaseException)
 
 
-def test_the_docstring_examples_run() -> None:
-    import doctest
-    import importlib
-    import pkgutil
-
-    for module_info in pkgutil.iter_modules(raf.engine.__path__):
-        module = importlib.import_module(f"raf.engine.{module_info.name}")
-        failed, _ = doctest.testmod(module)
-        assert failed == 0, f"raf.engine.{module_info.name} has a failing docstring example"
-
-
 def test_with_kind_returns_a_copy() -> None:
     from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 
