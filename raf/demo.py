@@ -167,6 +167,7 @@ async def run_demo(console: Console, prompt: str) -> int:
     """Run the demo on `prompt`, drawing the live tree; return an exit code."""
     async with demo_providers() as providers:
         agent = build_demo(providers)
+        console.print(f"[dim]model: {_model_note(providers)}[/]")
         response = await stream_live(agent, prompt, console)
     if response is None:
         return 1
@@ -175,3 +176,12 @@ async def run_demo(console: Console, prompt: str) -> int:
         console.print(f"[bold]{message.author}[/]: {message.text}")
     console.print(f"[dim]{response.usage.total_tokens} tokens in the whole tree[/]")
     return 0
+
+
+def _model_note(providers: dict[str, LlmProvider]) -> str:
+    """Which model answers, and how to switch: the demo may call a paid endpoint."""
+    model = next(iter(providers.values())).model
+    if model == "scripted":
+        return "scripted, offline (set OPENAI_BASE_URL and/or OPENAI_API_KEY to use an endpoint)"
+    endpoint = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    return f"{model} at {endpoint} (unset OPENAI_BASE_URL and OPENAI_API_KEY to run offline)"

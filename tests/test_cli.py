@@ -25,6 +25,7 @@ def test_demo_streams_the_nested_tree(capsys: pytest.CaptureFixture[str]) -> Non
         assert agent_id in out
     assert "find_sights ✓" in out and "forecast ✓" in out
     assert "tokens in the whole tree" in out
+    assert "model: scripted, offline" in out
 
 
 def test_tree_json_is_the_agent_tree(capsys: pytest.CaptureFixture[str]) -> None:

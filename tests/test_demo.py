@@ -42,4 +42,5 @@ async def test_demo_uses_the_configured_endpoint(monkeypatch: pytest.MonkeyPatch
     out = console.export_text()
     assert "find_sights ✓" in out and "estimate_cost ✓" in out and "forecast ✓" in out
     assert {r.body["model"] for r in server.requests} == {"demo-model"}
+    assert f"model: demo-model at {server.base_url}" in out
     assert len(server.requests) == 7  # three agents with a tool round, and the packer
