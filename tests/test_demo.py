@@ -35,12 +35,13 @@ def endpoint(messages: list[ChatMessage]) -> Turn:
 async def test_demo_uses_the_configured_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     console = Console(record=True, width=120, color_system=None)
     async with ScriptedOpenAIServer(endpoint) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        base_url = server.base_url
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")
         monkeypatch.setenv("RAF_MODEL", "demo-model")
         assert await run_demo(console, "A weekend in Porto.") == 0
     out = console.export_text()
     assert "find_sights ✓" in out and "estimate_cost ✓" in out and "forecast ✓" in out
     assert {r.body["model"] for r in server.requests} == {"demo-model"}
-    assert f"model: demo-model at {server.base_url}" in out
+    assert f"model: demo-model at {base_url}" in out
     assert len(server.requests) == 7  # three agents with a tool round, and the packer
