@@ -24,6 +24,9 @@ def test_page_examples_run(
     assert blocks, f"docs/{page}.md has no python example"
     namespace: dict[str, object] = {"__name__": f"docs_{page}"}
     for index, block in enumerate(blocks):
+        # An example that only defines its coroutine would pass without running anything.
+        defines_main = re.search(r"^async def main\(", block, re.M) is not None
+        assert not defines_main or "run(main" in block, f"docs/{page}.md[{index}] never runs main"
         exec(compile(block, f"docs/{page}.md[{index}]", "exec"), namespace)
     capsys.readouterr()
 
