@@ -37,13 +37,14 @@ def _children(inner: st.SearchStrategy[Spec]) -> st.SearchStrategy[tuple[Spec, .
 
 def trees(max_leaves: int = 24) -> st.SearchStrategy[Spec]:
     """Random trees of sequential and concurrent workflows over leaves, depth up to 4."""
-    leaves = st.just(Leaf())
-    level1 = st.one_of(leaves, _children(leaves).map(Seq), _children(leaves).map(Con))
 
     def deeper(inner: st.SearchStrategy[Spec]) -> st.SearchStrategy[Spec]:
-        return st.one_of(leaves, _children(inner).map(Seq), _children(inner).map(Con))
+        return st.one_of(_children(inner).map(Seq), _children(inner).map(Con))
 
-    return deeper(deeper(deeper(level1))).filter(lambda spec: count_leaves(spec) <= max_leaves)
+    # Three levels of workflows over leaves: depth 4 at most, width 4 at most.
+    return st.recursive(st.just(Leaf()), deeper, max_leaves=max_leaves).filter(
+        lambda spec: depth(spec) <= 4
+    )
 
 
 def count_leaves(spec: Spec) -> int:
@@ -60,14 +61,6 @@ def depth(spec: Spec) -> int:
 
 def leaf_answer(agent_id: str, messages: list[ChatMessage]) -> str:
     return f"{agent_id}:{len(messages)}:{messages[-1].text[:12]}"
-
-
-@dataclass
-class Built:
-    agent: IAgent
-    """The root agent."""
-    ids: dict[int, str]
-    """Agent id of each spec node, by `id(spec)`-free position (pre-order index)."""
 
 
 def build(spec: Spec) -> IAgent:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from raf.messages import ChatMessage
 from raf.updates import (
     AgentResponse,
+    AgentUpdate,
     ExecutorInvoked,
     ExecutorInvoking,
     MessageCompleted,
@@ -24,30 +25,44 @@ from raf.updates import (
 
 paths = st.lists(st.text(min_size=1, max_size=4), max_size=4).map(tuple)
 text = st.text(max_size=8)
-updates = st.one_of(
-    st.builds(TextDelta, text=text, path=paths),
-    st.builds(ReasoningDelta, text=text, path=paths),
-    st.builds(ToolCallStart, call_id=text, name=text, path=paths),
-    st.builds(ToolCallArgs, call_id=text, delta=text, path=paths),
-    st.builds(ToolCallEnd, call_id=text, path=paths),
-    st.builds(ToolCalled, call_id=text, name=text, result=text, is_error=st.booleans(), path=paths),
-    st.builds(Usage, input_tokens=st.integers(0, 99), output_tokens=st.integers(0, 99), path=paths),
-    st.builds(ExecutorInvoking, executor_id=text, path=paths),
-    st.builds(
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+    max_leaves=8,
+)
+by_type: dict[type, st.SearchStrategy[Any]] = {
+    TextDelta: st.builds(TextDelta, text=text, path=paths),
+    ReasoningDelta: st.builds(ReasoningDelta, text=text, path=paths),
+    ToolCallStart: st.builds(ToolCallStart, call_id=text, name=text, path=paths),
+    ToolCallArgs: st.builds(ToolCallArgs, call_id=text, delta=text, path=paths),
+    ToolCallEnd: st.builds(ToolCallEnd, call_id=text, path=paths),
+    ToolCalled: st.builds(
+        ToolCalled, call_id=text, name=text, result=text, is_error=st.booleans(), path=paths
+    ),
+    Usage: st.builds(
+        Usage, input_tokens=st.integers(0, 99), output_tokens=st.integers(0, 99), path=paths
+    ),
+    ExecutorInvoking: st.builds(ExecutorInvoking, executor_id=text, path=paths),
+    ExecutorInvoked: st.builds(
         ExecutorInvoked,
         executor_id=text,
         messages=st.lists(st.builds(ChatMessage.user, text), max_size=2),
-        value=st.none() | st.integers() | text,
+        value=json_values,
         path=paths,
     ),
-    st.builds(MessageCompleted, message=st.builds(ChatMessage.assistant, text), path=paths),
-    st.builds(
-        RequestInfoUpdate,
-        request_id=text,
-        payload=st.none() | st.dictionaries(text, st.integers(), max_size=2),
-        path=paths,
+    MessageCompleted: st.builds(
+        MessageCompleted, message=st.builds(ChatMessage.assistant, text), path=paths
     ),
-)
+    RequestInfoUpdate: st.builds(
+        RequestInfoUpdate, request_id=text, payload=json_values, path=paths
+    ),
+}
+updates = st.one_of(*by_type.values())
+
+
+def test_the_strategy_covers_every_item_of_the_union() -> None:
+    (union, *_) = get_args(AgentUpdate)
+    assert set(get_args(union)) == set(by_type)
 
 
 @given(updates)
