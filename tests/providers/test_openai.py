@@ -377,11 +377,14 @@ async def test_create_client_disables_the_clients_own_retries() -> None:
 
 
 @asynccontextmanager
-async def _raw_event_stream_server(body: bytes) -> AsyncIterator[tuple[str, list[bytes]]]:
+async def _raw_event_stream_server(
+    body: bytes, *, hold: anyio.Event | None = None
+) -> AsyncIterator[tuple[str, list[bytes]]]:
     """A server answering every request with `body`, byte for byte, as an event stream.
 
-    Yields the base URL and the request heads received. (ScriptedOpenAIServer sends text
-    only, so it cannot send bytes that are not UTF-8.)
+    Yields the base URL and the request heads received. With `hold`, the server keeps the
+    stream open after `body` until `hold` is set: a model that stalls mid-answer.
+    (ScriptedOpenAIServer sends text only, so it cannot send bytes that are not UTF-8.)
     """
     heads: list[bytes] = []
 
@@ -400,6 +403,8 @@ async def _raw_event_stream_server(body: bytes) -> AsyncIterator[tuple[str, list
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                 b"connection: close\r\n\r\n" + body
             )
+            if hold is not None:
+                await hold.wait()
 
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(SocketAttribute.local_port)
@@ -462,3 +467,24 @@ async def test_bytes_that_are_not_utf8_name_the_agent_that_called_the_model() ->
     assert info.value.path == ("writer",)
     assert "not UTF-8" in str(info.value)
     assert "'writer'" in str(info.value)
+
+
+async def test_a_stall_after_output_began_times_out_between_chunks() -> None:
+    hold = anyio.Event()
+    events: list[ProviderEvent] = []
+    try:
+        async with (
+            _raw_event_stream_server(_text_chunk("hello "), hold=hold) as (base_url, heads),
+            create_client(base_url, "key") as client,
+        ):
+            provider = OpenAIProvider(client, "raw-model", retry=RETRY_THRICE, timeout=0.3)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                async with provider.stream(HI) as stream:
+                    async for event in stream:
+                        events.append(event)
+    finally:
+        hold.set()
+    assert events == [TextChunk("hello ")]
+    assert len(heads) == 1  # output had begun: no retry
+    assert "broke after output began" in str(info.value)
+    assert "timeout" in str(info.value).lower()
