@@ -91,12 +91,11 @@ class Session:
 
     def snapshot(self) -> dict[str, Any]:
         """The state as JSON-able data."""
-        return {
-            k: (v.data if isinstance(v, _Raw) else _jsonable(v)) for k, v in self._state.items()
-        }
+        # Restored values may be typed (a checkpoint restores sets, models...), so convert them too.
+        return {k: _jsonable(v.data if isinstance(v, _Raw) else v) for k, v in self._state.items()}
 
     def restore(self, data: dict[str, Any]) -> None:
-        """Replace the state with JSON data from `snapshot`."""
+        """Replace the state with `data`: JSON from `snapshot`, or values decoded from a checkpoint."""
         self._state = {k: _Raw(v) for k, v in data.items()}
 
     def to_json(self) -> str:

@@ -1,10 +1,11 @@
 """Checkpoints: a run's state as versioned JSON, saved after each superstep and read back.
 
-`Checkpoint.data` holds `{"version": 1, "workflow", "graph", "scope", "superstep", "next",
+`Checkpoint.data` holds `{"version": 2, "workflow", "graph", "scope", "superstep", "next",
 "pending", "suspended", "fan_in", "requests", "answers", "outputs", "session"}`: every value
-tagged by `raf.engine.codec`, the session state (node states, nested workflows' kept state)
-as its JSON snapshot. A waiting `WorkflowAgent` keeps the same data, minus outputs and session,
-in the session itself.
+tagged by `raf.engine.codec`, including each value of the session state (node states, agent
+histories, nested workflows' kept state) under `"session"`, so `ctx.state` keeps its types
+across a resume. Version 1 (session values as untagged JSON) is still read. A waiting
+`WorkflowAgent` keeps the same data, minus outputs and session, in the session itself.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
-import pydantic_core
-
-from raf.engine.codec import CheckpointValueError, decode, encode
+from raf.engine.codec import decode, encode
 from raf.engine.state import PendingRequest, RunState, Suspension
 from raf.session import Session
 
@@ -23,15 +22,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATA_VERSION",
+    "READ_VERSIONS",
     "decode_state",
     "encode_state",
     "read_checkpoint",
+    "restore_snapshot",
     "save_checkpoint",
     "session_snapshot",
 ]
 
-DATA_VERSION = 1
-"""Version of the engine's `Checkpoint.data` layout."""
+DATA_VERSION = 2
+"""Version of the engine's `Checkpoint.data` layout (2: session values tagged by the codec)."""
+READ_VERSIONS = (1, 2)
+"""Versions `read_checkpoint` reads (1 kept session values as untagged JSON)."""
 
 
 def encode_state(state: RunState, *, outputs: bool = True) -> dict[str, Any]:
@@ -124,20 +127,26 @@ def decode_state(data: dict[str, Any]) -> RunState:
 
 
 def session_snapshot(session: Session) -> dict[str, Any]:
-    """The session state as JSON, independent of the live session.
+    """The session state as JSON, each value tagged by `raf.engine.codec` (so sets, tuples,
+    messages and pydantic models come back as themselves).
 
     Raises:
         CheckpointValueError: naming the session key (and so the node) that is not serializable.
     """
-    snapshot: dict[str, Any] = {}
-    for key in session.keys(""):
-        try:
-            snapshot[key] = pydantic_core.to_jsonable_python(session.get(key))
-        except (pydantic_core.PydanticSerializationError, TypeError, ValueError) as exc:
-            raise CheckpointValueError(
-                f"cannot checkpoint session key {key!r} (a node's state or an agent's history): {exc}"
-            ) from exc
-    return snapshot
+    return {
+        key: encode(
+            session.get(key),
+            f"session key {key!r} (a node's state or an agent's history)",
+        )
+        for key in session.keys("")
+    }
+
+
+def restore_snapshot(data: dict[str, Any], version: int) -> dict[str, Any]:
+    """The session values of a snapshot `session_snapshot` wrote (untagged JSON in version 1)."""
+    if version == 1:
+        return data
+    return {key: decode(value) for key, value in data.items()}
 
 
 async def save_checkpoint(
@@ -179,17 +188,18 @@ async def save_checkpoint(
 def read_checkpoint(
     checkpoint: Checkpoint, *, workflow_id: str, fingerprint: str
 ) -> tuple[RunState, tuple[str, ...], dict[str, Any]]:
-    """The run state, scope and session snapshot of `checkpoint`.
+    """The run state, scope and session values of `checkpoint`.
 
     Raises:
         ValueError: when the checkpoint belongs to another workflow or graph, or has an
             unknown data version.
     """
     data = checkpoint.data
-    if data.get("version") != DATA_VERSION:
+    version = data.get("version")
+    if version not in READ_VERSIONS:
         raise ValueError(
-            f"checkpoint {checkpoint.id!r} holds engine data version {data.get('version')!r}; "
-            f"this raf reads version {DATA_VERSION}"
+            f"checkpoint {checkpoint.id!r} holds engine data version {version!r}; this raf "
+            f"reads versions {list(READ_VERSIONS)}; resume it with the raf release that wrote it"
         )
     if data.get("workflow") != workflow_id:
         raise ValueError(
@@ -202,4 +212,5 @@ def read_checkpoint(
             f"{workflow_id!r} (nodes or edges changed); resume it with the graph that wrote it"
         )
     scope = tuple(str(part) for part in cast(list[Any], data["scope"]))
-    return decode_state(data), scope, cast(dict[str, Any], data["session"])
+    session = restore_snapshot(cast(dict[str, Any], data["session"]), cast(int, version))
+    return decode_state(data), scope, session

@@ -2,8 +2,10 @@
 
 Each value becomes `{"t": tag, "v": data}`: `json` (plain JSON), `message` (a `ChatMessage`),
 `messages` (a list of them), `response` (an `AgentResponse`), `model` (any pydantic model whose
-class can be imported, with `"cls": "module:QualName"`), and `list` / `tuple` / `dict` holding
-tagged values. Anything else raises `CheckpointValueError` naming where it was found.
+class can be imported, with `"cls": "module:QualName"`), `datetime` / `date` (ISO text), `uuid`,
+and `list` / `tuple` / `set` / `frozenset` / `dict` (string keys) / `map` (`[key, value]` pairs,
+any keys) holding tagged values. Anything else raises `CheckpointValueError` naming where it
+was found.
 
 Example:
     >>> from raf.messages import ChatMessage
@@ -14,6 +16,8 @@ Example:
 from __future__ import annotations
 
 import importlib
+import uuid
+from datetime import date, datetime
 from typing import Any, cast
 
 from pydantic import BaseModel
@@ -75,6 +79,22 @@ def encode(value: Any, where: str, node_id: str | None = None) -> dict[str, Any]
             return {"t": "json", "v": mapping}
         if all(type(k) is str for k in mapping):
             return {"t": "dict", "v": {k: encode(v, where, node_id) for k, v in mapping.items()}}
+        return {
+            "t": "map",
+            "v": [
+                [encode(k, where, node_id), encode(v, where, node_id)] for k, v in mapping.items()
+            ],
+        }
+    if isinstance(value, set | frozenset):
+        items = cast(set[Any] | frozenset[Any], value)
+        tag = "set" if isinstance(items, set) else "frozenset"
+        return {"t": tag, "v": [encode(item, where, node_id) for item in _ordered(items)]}
+    if isinstance(value, datetime):
+        return {"t": "datetime", "v": value.isoformat()}
+    if isinstance(value, date):
+        return {"t": "date", "v": value.isoformat()}
+    if isinstance(value, uuid.UUID):
+        return {"t": "uuid", "v": str(value)}
     raise _refuse(value, where, node_id)
 
 
@@ -107,6 +127,18 @@ def decode(data: dict[str, Any]) -> Any:
         return tuple(decode(item) for item in body)
     if tag == "dict":
         return {k: decode(v) for k, v in cast(dict[str, Any], body).items()}
+    if tag == "map":
+        return {decode(k): decode(v) for k, v in body}
+    if tag == "set":
+        return {decode(item) for item in body}
+    if tag == "frozenset":
+        return frozenset(decode(item) for item in body)
+    if tag == "datetime":
+        return datetime.fromisoformat(body)
+    if tag == "date":
+        return date.fromisoformat(body)
+    if tag == "uuid":
+        return uuid.UUID(body)
     raise ValueError(f"not a checkpointed value (unknown tag {tag!r}); was it written by raf?")
 
 
@@ -121,6 +153,14 @@ def _is_json(value: Any) -> bool:
     if kind is dict:
         return all(type(k) is str and _is_json(v) for k, v in cast(dict[Any, Any], value).items())
     return False
+
+
+def _ordered(items: set[Any] | frozenset[Any]) -> list[Any]:
+    # Sorted when the items compare, so the same set always checkpoints as the same JSON.
+    try:
+        return sorted(items)
+    except TypeError:
+        return list(items)
 
 
 def _class_path(model: BaseModel, where: str, node_id: str | None) -> str:
@@ -147,6 +187,7 @@ def _import_model(path: str) -> type[BaseModel]:
 def _refuse(value: Any, where: str, node_id: str | None) -> CheckpointValueError:
     return CheckpointValueError(
         f"cannot checkpoint {where}: a {type(value).__name__} is not JSON, a ChatMessage, an "
-        "AgentResponse or an importable pydantic model; send values of those kinds",
+        "AgentResponse, an importable pydantic model, a date, datetime or UUID, or a list, "
+        "tuple, set or dict of those; use values of those kinds",
         node_id=node_id,
     )

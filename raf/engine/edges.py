@@ -4,6 +4,8 @@ Each builder call (`add_edge`, `add_fan_out`, `add_fan_in`, `add_switch`) become
 owned by its source node. When a node sends, each of its routes puts `(target, message)` pairs
 in the node's outbox; the runner delivers the outboxes at the end of the superstep. A fan-in
 route's target is the `FanIn` itself: the runner buffers its messages until every source sent.
+A source has at most one route to each target (the builder refuses a second), so no message
+is delivered twice.
 
 Example:
     >>> outbox = []
@@ -55,6 +57,10 @@ class Route:
         """Every node this route can deliver to."""
         raise NotImplementedError
 
+    def declared_by(self) -> str:
+        """The builder call that made this route, for error messages."""
+        raise NotImplementedError
+
     def deliver(self, message: Any, to: str | None, outbox: Outbox) -> None:
         """Append `(target, message)` for each target taken (only `to`, when given)."""
         raise NotImplementedError
@@ -71,6 +77,11 @@ class Direct(Route):
 
     def targets(self) -> tuple[str, ...]:
         return (self.target,)
+
+    def declared_by(self) -> str:
+        if self.condition is None:
+            return "add_edge"
+        return f"add_edge with condition {condition_label(self.condition)!r}"
 
     def deliver(self, message: Any, to: str | None, outbox: Outbox) -> None:
         if to is not None and to != self.target:
@@ -90,6 +101,9 @@ class FanOut(Route):
 
     def targets(self) -> tuple[str, ...]:
         return self._targets
+
+    def declared_by(self) -> str:
+        return "add_fan_out"
 
     def deliver(self, message: Any, to: str | None, outbox: Outbox) -> None:
         for target in self._targets:
@@ -113,6 +127,9 @@ class FanIn(Route):
     def targets(self) -> tuple[str, ...]:
         return (self.target,)
 
+    def declared_by(self) -> str:
+        return "add_fan_in"
+
     def deliver(self, message: Any, to: str | None, outbox: Outbox) -> None:
         if to is None or to == self.target:
             outbox.append((self, message))
@@ -132,6 +149,9 @@ class Switch(Route):
         if self.default is not None:
             found.append(self.default)
         return tuple(found)
+
+    def declared_by(self) -> str:
+        return "add_switch"
 
     def deliver(self, message: Any, to: str | None, outbox: Outbox) -> None:
         chosen = self.default

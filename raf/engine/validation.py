@@ -1,8 +1,10 @@
 """Build-time checks of a workflow graph, with networkx (imported here, lazily).
 
-`check_graph` raises `GraphValidationError` naming the offending ids: bad or duplicate ids,
-no start node, unknown ids, unreachable nodes, fan-in sources that cannot all be reached
-without the fan-in's target, cycles without a superstep bound. It returns the `DiGraph`.
+`check_graph` raises `GraphValidationError` naming the offending ids: a bad workflow id, bad
+or duplicate node ids, one agent object under several nodes, no start node, unknown ids,
+unreachable nodes, fan-in sources that cannot all be reached without the fan-in's target,
+cycles without a superstep bound. It returns the `DiGraph`. (Duplicate routes and malformed
+arguments are refused earlier, by the builder call that adds them.)
 
 `check_ids` is the part without networkx: the pattern builders compile graphs whose shape is
 right by construction, so they check only ids and never load networkx (about 220 ms and
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from raf.agent import check_agent_id
+from raf.agent import IAgent, check_agent_id
 from raf.engine.edges import Edge, FanIn
 from raf.engine.executors import Executor
 from raf.errors import GraphValidationError
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = ["check_graph", "check_ids", "require_start", "to_digraph"]
+
+_ID_RULES = "ids are non-empty, without '/' or '#', and do not start with whitespace"
 
 
 def check_graph(
@@ -100,7 +104,16 @@ def to_digraph(
 def check_ids(
     workflow_id: str, executors: Mapping[str, Executor], duplicates: Sequence[str] = ()
 ) -> None:
-    """Raise `GraphValidationError` for unusable or duplicate node ids, or clashing agent ids."""
+    """Raise `GraphValidationError` for an unusable workflow id, unusable or duplicate node ids,
+    agents with clashing ids, or one agent object under several node ids."""
+    try:
+        check_agent_id(workflow_id)
+    except ValueError:
+        raise GraphValidationError(
+            f"workflow id {workflow_id!r} is not usable: {_ID_RULES} (it is the id of the "
+            "workflow's agent and names its paths)",
+            ids=(str(workflow_id),),
+        ) from None
     bad: list[str] = []
     for node_id in executors:
         try:
@@ -109,8 +122,7 @@ def check_ids(
             bad.append(node_id)
     if bad:
         raise GraphValidationError(
-            f"workflow {workflow_id!r} has unusable node ids {bad}: ids are non-empty, "
-            "without '/' or '#'",
+            f"workflow {workflow_id!r} has unusable node ids {bad}: {_ID_RULES}",
             ids=tuple(bad),
         )
     if duplicates:
@@ -120,15 +132,34 @@ def check_ids(
             "give each node a unique id",
             ids=ids,
         )
-    owners: dict[str, object] = {}
+    _check_agents(workflow_id, executors)
+
+
+def _check_agents(workflow_id: str, executors: Mapping[str, Executor]) -> None:
+    # An agent runs at its own path (parent path + agent id), whatever its node id: one agent
+    # object under two nodes would share session keys and human request ids.
+    nodes_of: dict[int, list[str]] = {}
+    agents: dict[int, IAgent] = {}
+    owners: dict[str, IAgent] = {}
     clashing: list[str] = []
-    for executor in executors.values():
+    for node_id, executor in executors.items():
         agent = executor.as_agent()
         if agent is None:
             continue
-        owner = owners.setdefault(agent.id, agent)
-        if owner is not agent:
+        agents[id(agent)] = agent
+        nodes_of.setdefault(id(agent), []).append(node_id)
+        if owners.setdefault(agent.id, agent) is not agent:
             clashing.append(agent.id)
+    for key, nodes in nodes_of.items():
+        if len(nodes) > 1:
+            agent_id = agents[key].id
+            raise GraphValidationError(
+                f"workflow {workflow_id!r} runs one agent object ({agent_id!r}) in nodes "
+                f"{nodes}; it would run at the same path {agent_id!r} in each, sharing its "
+                "session state and human request ids. Use a separate agent instance per node, "
+                "each with its own id (for a workflow: build().as_agent(id=...))",
+                ids=tuple(nodes),
+            )
     if clashing:
         ids = _unique(clashing)
         raise GraphValidationError(

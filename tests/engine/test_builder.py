@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from raf.engine import (
     AgentExecutor,
@@ -234,3 +237,187 @@ async def test_fan_in_collects_everything_its_sources_sent_in_one_superstep() ->
     result = await workflow.run(None)
     assert result.outputs == [["q0", "q1", "q2", "p0", "p1", "p2"]]
     assert calls.count["join"] == 1
+
+
+def is_big(n: int) -> bool:
+    return n > 10
+
+
+def is_even(n: int) -> bool:
+    return n % 2 == 0
+
+
+def duplicate_builders(calls: Calls) -> dict[str, Callable[[], WorkflowBuilder]]:
+    """Builder calls each declaring a second route a -> b."""
+    a, b = calls.forward("a"), calls.output("b")
+    other = calls.output("other")
+    return {
+        "edge twice": lambda: WorkflowBuilder("w").add_edge(a, b).add_edge("a", "b"),
+        "edge and fan-out": lambda: WorkflowBuilder("w").add_edge(a, b).add_fan_out("a", ["b"]),
+        "fan-out and edge": lambda: WorkflowBuilder("w").add_fan_out(a, [other, b]).add_edge(a, b),
+        "switch default and edge": lambda: (
+            WorkflowBuilder("w").add_switch(a, [(is_big, other)], default=b).add_edge(a, b)
+        ),
+        "edge and switch case": lambda: (
+            WorkflowBuilder("w").add_edge(a, b, is_even).add_switch(a, [(is_big, b)])
+        ),
+        "fan-in and edge": lambda: WorkflowBuilder("w").add_fan_in([a, other], b).add_edge(a, b),
+        "conditional and unconditional": lambda: (
+            WorkflowBuilder("w").add_edge(a, b, is_big).add_edge(a, b)
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "edge twice",
+        "edge and fan-out",
+        "fan-out and edge",
+        "switch default and edge",
+        "edge and switch case",
+        "fan-in and edge",
+        "conditional and unconditional",
+    ],
+)
+def test_a_second_route_between_the_same_nodes_is_refused(case: str) -> None:
+    with pytest.raises(GraphValidationError, match="already routes 'a' -> 'b'") as info:
+        duplicate_builders(Calls())[case]()
+    assert info.value.ids == ("a", "b")
+    assert "twice" in str(info.value)
+
+
+def test_two_conditional_edges_to_one_target_are_refused_with_a_way_out() -> None:
+    calls = Calls()
+    builder = WorkflowBuilder("w").add_edge(calls.forward("a"), calls.output("b"), is_big)
+    with pytest.raises(GraphValidationError, match="already has a conditional edge") as info:
+        builder.add_edge("a", "b", is_even)
+    assert info.value.ids == ("a", "b")
+    message = str(info.value)
+    assert "'is_big'" in message and "'is_even'" in message
+    assert "combines them" in message and "add_switch" in message
+
+
+async def test_a_refused_route_leaves_the_builder_as_it_was() -> None:
+    calls = Calls()
+    builder = WorkflowBuilder("w").add_edge(calls.forward("a"), calls.output("b"))
+    with pytest.raises(GraphValidationError):
+        builder.add_fan_out("a", [calls.output("c"), "b"])
+    builder.add_edge("a", "c")
+    result = await builder.set_start("a").build().run(1)
+    assert sorted(result.outputs) == [1, 1]
+    assert calls.count == {"a": 1, "b": 1, "c": 1}
+
+
+async def test_one_switch_may_list_a_target_under_several_cases_and_as_default() -> None:
+    calls = Calls()
+
+    async def spray(message: Any, ctx: NodeContext) -> None:
+        for n in (4, 12, 7):
+            await ctx.send(n)
+
+    workflow = (
+        WorkflowBuilder("w")
+        .add_switch(
+            calls.node("a", spray),
+            [(is_big, calls.output("b")), (is_even, calls.output("c")), (is_even, "b")],
+            default="b",
+        )
+        .set_start("a")
+        .build()
+    )
+    await workflow.run(None)
+    assert calls.inputs == {"a": [None], "b": [12, 7], "c": [4]}
+
+
+@st.composite
+def route_calls(draw: st.DrawFn) -> list[tuple[str, tuple[str, ...]]]:
+    """Builder calls from `a` to some of b, c, d: ("edge" | "fan_out" | "switch", targets)."""
+    targets = st.sampled_from(["b", "c", "d"])
+    call = st.one_of(
+        st.tuples(st.just("edge"), st.tuples(targets)),
+        st.tuples(st.just("fan_out"), st.lists(targets, min_size=1, unique=True).map(tuple)),
+        st.tuples(st.just("switch"), st.lists(targets, min_size=1, max_size=4).map(tuple)),
+    )
+    return draw(st.lists(call, max_size=6))
+
+
+def always(message: Any) -> bool:
+    return True
+
+
+@given(route_calls())
+def test_the_builder_accepts_exactly_the_routes_that_deliver_each_message_once(
+    declared: list[tuple[str, tuple[str, ...]]],
+) -> None:
+    calls = Calls()
+    builder = WorkflowBuilder("w").add_executor(calls.forward("a")).set_start("a")
+    for name in "bcd":
+        builder.add_executor(calls.output(name))
+    routed: set[str] = set()
+    expected: list[str] = []
+    for kind, targets in declared:
+        clash = routed & set(targets)
+        try:
+            if kind == "edge":
+                builder.add_edge("a", targets[0])
+            elif kind == "fan_out":
+                builder.add_fan_out("a", list(targets))
+            else:  # the first case always holds; the others and the default never get a message
+                cases = [(always, target) for target in targets[: max(1, len(targets) - 1)]]
+                builder.add_switch("a", cases, default=targets[-1] if len(targets) > 1 else None)
+        except GraphValidationError as error:
+            assert clash, "refused a route to nodes not routed yet"
+            assert error.ids[0] == "a" and error.ids[1] in clash
+            continue
+        assert not clash, f"accepted a second route to {clash}"
+        routed.update(targets)
+        expected.extend(targets[:1] if kind == "switch" else targets)
+    outbox: list[Any] = []
+    for route in builder.build(check_structure=False).routes["a"]:
+        route.deliver("m", None, outbox)
+    assert sorted(target for target, _ in outbox) == sorted(expected)
+    assert len(set(expected)) == len(expected)
+
+
+def test_a_condition_that_is_not_callable_is_refused_naming_the_edge() -> None:
+    calls = Calls()
+    builder = WorkflowBuilder("w").add_executor(calls.forward("a")).set_start("a")
+    with pytest.raises(
+        TypeError, match=r"add_edge\('a', 'b'\): condition must be a function"
+    ) as info:
+        builder.add_edge("a", calls.output("b"), condition="yes")  # type: ignore[arg-type]
+    assert "got str 'yes'" in str(info.value)
+    assert list(builder.build(check_structure=False).executors) == ["a"]
+
+
+@pytest.mark.parametrize("bad", ["3", 2.0, True, None])
+def test_max_supersteps_must_be_an_int(bad: Any) -> None:
+    with pytest.raises(TypeError, match=r"workflow 'w': set_max_supersteps\(n\) takes an int"):
+        WorkflowBuilder("w").set_max_supersteps(bad)
+
+
+def test_malformed_switch_cases_are_refused_naming_the_source() -> None:
+    calls = Calls()
+    a, b = calls.forward("a"), calls.output("b")
+    with pytest.raises(
+        TypeError,
+        match=r"add_switch\('a'\): case 0 must be a \(condition, target\) pair, got FunctionExecutor 'b'",
+    ):
+        WorkflowBuilder("w").add_switch(a, [b])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"add_switch\('a'\): case 1 must be a"):
+        WorkflowBuilder("w").add_switch(a, [(is_big, b), (is_big, b, "extra")])  # type: ignore[list-item]
+    with pytest.raises(
+        TypeError, match=r"add_switch\('a'\): the condition of case 0 must be a function"
+    ):
+        WorkflowBuilder("w").add_switch(a, [("big", b)])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"add_switch\('a'\): cases must be a list"):
+        WorkflowBuilder("w").add_switch(a, "b")  # type: ignore[arg-type]
+
+
+def test_a_string_where_a_list_of_nodes_belongs_is_refused() -> None:
+    calls = Calls()
+    with pytest.raises(TypeError, match=r"add_fan_out\('a', targets\): targets must be a list"):
+        WorkflowBuilder("w").add_fan_out(calls.forward("a"), "bc")
+    with pytest.raises(TypeError, match=r"add_fan_in\(sources, 'j'\): sources must be a list"):
+        WorkflowBuilder("w").add_fan_in("ab", calls.output("j"))

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from raf.engine import (
     CheckpointSaved,
@@ -14,6 +16,7 @@ from raf.engine import (
     Workflow,
     WorkflowBuilder,
 )
+from raf.engine.checkpointing import DATA_VERSION
 from raf.messages import ChatMessage
 from raf.session import Session
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
@@ -59,7 +62,7 @@ async def test_one_checkpoint_per_superstep_with_sortable_ids() -> None:
     assert await store.latest("s1") == ids[-1] == result.checkpoint_id
     checkpoint = await store.load(ids[1])
     assert checkpoint.workflow_id == "pipeline" and checkpoint.superstep == 1
-    assert checkpoint.data["version"] == 1
+    assert checkpoint.data["version"] == DATA_VERSION == 2
     json.dumps(checkpoint.data)  # plain JSON all the way down
 
 
@@ -160,7 +163,8 @@ async def test_an_unserializable_node_state_fails_the_run_naming_its_key() -> No
     )
     result = await workflow.run(None, Session(store=MemoryCheckpointStore()))
     assert result.status == "failed"
-    assert "keeper#state" in str(result.error)
+    assert isinstance(result.error, CheckpointValueError)
+    assert "session key 'keeper#state'" in str(result.error)
 
 
 async def test_a_checkpoint_survives_reopening_a_sqlite_store(tmp_path: Path) -> None:
@@ -186,3 +190,119 @@ async def test_resume_stream_streams_the_continued_run() -> None:
     invoked = [e.node_id for e in seen if isinstance(e, NodeInvoking)]
     assert invoked == ["join", "report"]
     assert isinstance(seen[-1], CheckpointSaved) and seen[-1].superstep == 4
+
+
+class Note(BaseModel):
+    text: str
+    tags: tuple[str, ...] = ()
+
+
+TYPED_STATE: dict[str, Any] = {
+    "seen": {"x", "y"},
+    "frozen": frozenset({1}),
+    "pair": (1, 2),
+    "msgs": [ChatMessage.user("hi")],
+    "note": Note(text="n", tags=("a",)),
+    "by_round": {1: "first", 2: "second"},
+    "when": datetime(2024, 5, 1, 9, 0, tzinfo=UTC),
+    "plain": {"n": 1, "items": [1, 2]},
+}
+
+
+def typed_then_asks() -> Workflow:
+    """keep (fills its state with typed values) -> ask (waits for a human) -> show (reads it)."""
+
+    async def keep(message: Any, ctx: NodeContext) -> None:
+        ctx.state.update(TYPED_STATE)
+        await ctx.send(message)
+
+    async def ask(message: Any, ctx: NodeContext) -> None:
+        await ctx.send(await ctx.request_info("ok?"))
+
+    async def show(message: Any, ctx: NodeContext) -> None:
+        await ctx.yield_output(message)
+
+    calls = Calls()
+    return (
+        WorkflowBuilder("typed")
+        .add_edge(calls.node("keep", keep), calls.node("ask", ask))
+        .add_edge("ask", calls.node("show", show))
+        .set_start("keep")
+        .build()
+    )
+
+
+async def test_node_state_keeps_its_types_across_a_resume() -> None:
+    store = MemoryCheckpointStore()
+    waiting = await typed_then_asks().run(1, Session(id="s", store=store))
+    assert waiting.status == "waiting"
+    elsewhere = Session(id="elsewhere")
+    done = await typed_then_asks().resume(
+        waiting.checkpoint_id or "",
+        store,
+        {waiting.requests[0].request_id: "yes"},
+        session=elsewhere,
+    )
+    assert done.outputs == ["yes"]
+    state = elsewhere.get("keep#state")
+    assert state == TYPED_STATE
+    assert {key: type(value) for key, value in state.items()} == {
+        key: type(value) for key, value in TYPED_STATE.items()
+    }
+    assert type(state["msgs"][0]) is ChatMessage
+    json.loads(elsewhere.to_json())  # a restored session still serializes
+
+
+async def test_the_session_snapshot_is_tagged_json() -> None:
+    store = MemoryCheckpointStore()
+    waiting = await typed_then_asks().run(1, Session(id="s", store=store))
+    checkpoint = await store.load(waiting.checkpoint_id or "")
+    kept = checkpoint.data["session"]["keep#state"]
+    assert kept["t"] == "dict"
+    assert kept["v"]["seen"] == {
+        "t": "set",
+        "v": [{"t": "json", "v": "x"}, {"t": "json", "v": "y"}],
+    }
+    json.dumps(checkpoint.data)
+
+
+async def test_a_version_1_checkpoint_still_resumes_with_its_json_session() -> None:
+    store = MemoryCheckpointStore()
+    waiting = await typed_then_asks().run(1, Session(id="s", store=store))
+    checkpoint = await store.load(waiting.checkpoint_id or "")
+    old_session = {"keep#state": {"seen": ["x", "y"], "pair": [1, 2]}}
+    old = checkpoint.model_copy(
+        update={"id": "old", "data": {**checkpoint.data, "version": 1, "session": old_session}}
+    )
+    await store.save(old)
+    session = Session(id="again")
+    done = await typed_then_asks().resume(
+        "old", store, {waiting.requests[0].request_id: "yes"}, session=session
+    )
+    assert done.outputs == ["yes"]
+    assert session.get("keep#state") == {"seen": ["x", "y"], "pair": [1, 2]}
+
+
+async def test_an_unknown_data_version_is_refused_naming_it() -> None:
+    store = MemoryCheckpointStore()
+    waiting = await typed_then_asks().run(1, Session(id="s", store=store))
+    checkpoint = await store.load(waiting.checkpoint_id or "")
+    await store.save(
+        checkpoint.model_copy(update={"id": "future", "data": {**checkpoint.data, "version": 99}})
+    )
+    with pytest.raises(ValueError, match=r"'future' holds engine data version 99; .* \[1, 2\]"):
+        await typed_then_asks().resume("future", store)
+
+
+async def test_a_model_defined_in_a_function_in_node_state_fails_naming_its_key() -> None:
+    class Local(BaseModel):
+        x: int = 1
+
+    async def keep(message: Any, ctx: NodeContext) -> None:
+        ctx.state["local"] = Local()
+
+    workflow = WorkflowBuilder("w").add_executor(Calls().node("keeper", keep)).set_start("keeper")
+    result = await workflow.build().run(None, Session(store=MemoryCheckpointStore()))
+    assert isinstance(result.error, CheckpointValueError)
+    assert "session key 'keeper#state'" in str(result.error)
+    assert "module level" in str(result.error)

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import json
+import uuid
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from raf.engine.codec import CheckpointValueError, decode, encode
@@ -40,6 +44,13 @@ def round_trip(value: Any) -> Any:
         [ChatMessage.user("x"), 7, Verdict(approved=False)],
         ("tuple", 1),
         {"message": ChatMessage.user("in a dict"), "n": 1},
+        {"b", "a"},
+        frozenset({1, 2}),
+        {1: "one", (2, "two"): [ChatMessage.user("x")], frozenset({"k"}): {"v"}},
+        datetime(2024, 5, 1, 12, 30, tzinfo=UTC),
+        datetime(2024, 5, 1, 12, 30, 15, 250),
+        date(2024, 5, 1),
+        uuid.UUID("12345678-1234-5678-1234-567812345678"),
     ],
 )
 def test_values_round_trip_through_json(value: Any) -> None:
@@ -62,15 +73,72 @@ def test_an_agent_response_round_trips_with_its_typed_value() -> None:
 def test_types_stay_distinct() -> None:
     assert type(round_trip((1, 2))) is tuple
     assert type(round_trip([1, 2])) is list
+    assert type(round_trip({1, 2})) is set
+    assert type(round_trip(frozenset({1}))) is frozenset
+    assert type(round_trip(date(2024, 1, 2))) is date
+    assert list(round_trip({2: "b", 1: "a"})) == [2, 1]
     assert encode([], "x") == {"t": "json", "v": []}
+
+
+def test_a_set_checkpoints_as_the_same_json_whatever_its_order() -> None:
+    assert encode({"b", "a", "c"}, "x") == encode({"c", "a", "b"}, "x")
+    assert encode({"a", 1}, "x")["t"] == "set"  # items that do not compare keep set order
+
+
+def shape(value: Any) -> Any:
+    """`value` with the type of every part spelled out, to compare exactly."""
+    if isinstance(value, set | frozenset):
+        items: set[Any] | frozenset[Any] = value  # pyright: ignore[reportUnknownVariableType]
+        return (type(value).__name__, sorted(repr(shape(item)) for item in items))
+    if isinstance(value, dict):
+        pairs: dict[Any, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        return ("dict", [(shape(k), shape(v)) for k, v in pairs.items()])
+    if isinstance(value, list | tuple):
+        parts: list[Any] | tuple[Any, ...] = value  # pyright: ignore[reportUnknownVariableType]
+        return (type(value).__name__, [shape(item) for item in parts])
+    return (type(value).__name__, value)
+
+
+hashables = st.recursive(
+    st.integers() | st.text(max_size=5) | st.dates(),
+    lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=3),
+    max_leaves=6,
+)
+values = st.recursive(
+    st.none()
+    | st.booleans()
+    | hashables
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.datetimes(timezones=st.none() | st.just(UTC))
+    | st.uuids()
+    | st.builds(ChatMessage.user, st.text(max_size=5))
+    | st.builds(Verdict, approved=st.booleans()),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+        | st.dictionaries(hashables, inner, max_size=3)
+        | st.sets(hashables, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@given(values)
+def test_every_encodable_value_comes_back_with_the_same_types(value: Any) -> None:
+    back = round_trip(value)
+    assert back == value
+    assert shape(back) == shape(value)
 
 
 def test_values_without_a_json_form_are_refused_naming_where_they_are() -> None:
     with pytest.raises(CheckpointValueError, match="the input of node 'n'") as info:
         encode({"when": object()}, "the input of node 'n'", "n")
     assert info.value.node_id == "n"
-    with pytest.raises(CheckpointValueError):
-        encode({1: "non-string key"}, "x")
+    with pytest.raises(CheckpointValueError, match="the state of 'n'"):
+        encode({1: object()}, "the state of 'n'")
+    with pytest.raises(CheckpointValueError, match="a bytes is not JSON"):
+        encode({b"raw"}, "x")
     with pytest.raises(CheckpointValueError, match="float"):
         encode(float("nan"), "x")
     with pytest.raises(CheckpointValueError, match="float"):

@@ -2,13 +2,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
-from raf.engine import WorkflowBuilder
+from raf.engine import AgentExecutor, FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.errors import GraphValidationError
 from raf.function_agent import FunctionAgent
+from raf.messages import ChatMessage
+from raf.session import Session
+from raf.stores import MemoryCheckpointStore
 from tests.engine.support import Calls
+
+pytestmark = pytest.mark.anyio
 
 
 def test_no_start_is_an_error_there_is_no_implicit_start() -> None:
@@ -64,8 +70,6 @@ def test_unusable_ids_are_named() -> None:
 def test_different_agents_with_one_id_are_refused() -> None:
     one = FunctionAgent("same", lambda m: "1")
     two = FunctionAgent("same", lambda m: "2")
-    from raf.engine import AgentExecutor
-
     builder = (
         WorkflowBuilder("w")
         .add_executor(AgentExecutor(one, id="first"))
@@ -184,3 +188,71 @@ def test_build_without_the_structure_pass_leaves_the_shape_to_the_caller() -> No
         builder.build()
     workflow = builder.build(check_structure=False)
     assert sorted(workflow.graph.nodes) == ["a", "b"]
+
+
+def reviewing(workflow_id: str) -> WorkflowBuilder:
+    """A one-node workflow asking a human to review its input."""
+
+    async def review(messages: list[ChatMessage], ctx: NodeContext) -> None:
+        answer = await ctx.request_info({"q": messages[-1].text})
+        await ctx.yield_output(ChatMessage.assistant(f"{messages[-1].text}:{answer}"))
+
+    return (
+        WorkflowBuilder(workflow_id)
+        .add_executor(FunctionExecutor("review", review))
+        .set_start("review")
+    )
+
+
+def split_to(*nodes: AgentExecutor) -> WorkflowBuilder:
+    async def split(message: Any, ctx: NodeContext) -> None:
+        await ctx.send(message)
+
+    return (
+        WorkflowBuilder("outer")
+        .add_fan_out(FunctionExecutor("split", split), nodes)
+        .set_start("split")
+    )
+
+
+@pytest.mark.parametrize("check_structure", [True, False])
+def test_one_agent_object_under_several_node_ids_is_refused(check_structure: bool) -> None:
+    inner = reviewing("inner").build().as_agent()
+    builder = split_to(AgentExecutor(inner, id="x1"), AgentExecutor(inner, id="x2"))
+    with pytest.raises(GraphValidationError, match="one agent object") as info:
+        builder.build(check_structure=check_structure)
+    assert info.value.ids == ("x1", "x2")
+    message = str(info.value)
+    assert "['x1', 'x2']" in message and "'inner'" in message
+    assert "separate agent instance per node" in message
+
+
+def test_the_same_agent_given_twice_by_object_stays_one_node() -> None:
+    agent = FunctionAgent("echo", lambda m: "E")
+    workflow = WorkflowBuilder("w").add_executor(agent).add_executor(agent).set_start(agent).build()
+    assert list(workflow.executors) == ["echo"]
+
+
+async def test_separate_agent_instances_keep_their_requests_apart() -> None:
+    first = reviewing("inner").build().as_agent(id="x1")
+    second = reviewing("inner").build().as_agent(id="x2")
+    outer = split_to(AgentExecutor(first), AgentExecutor(second)).build()
+    store = MemoryCheckpointStore()
+    waiting = await outer.run([ChatMessage.user("hi")], Session(id="s", store=store))
+    ids = [request.request_id for request in waiting.requests]
+    assert ids == ["x1/review@0#0", "x2/review@0#0"]
+    done = await outer.resume(
+        waiting.checkpoint_id or "", store, responses={ids[0]: "one", ids[1]: "two"}
+    )
+    assert done.status == "completed"
+    assert sorted(response.text for response in done.outputs) == ["hi:one", "hi:two"]
+
+
+@pytest.mark.parametrize("workflow_id", ["x/y", "a#b", "", " lead"])
+@pytest.mark.parametrize("check_structure", [True, False])
+def test_an_unusable_workflow_id_fails_at_build(workflow_id: str, check_structure: bool) -> None:
+    builder = WorkflowBuilder(workflow_id).add_executor(Calls().output("a")).set_start("a")
+    with pytest.raises(GraphValidationError, match=r"workflow id .* is not usable") as info:
+        builder.build(check_structure=check_structure)
+    assert info.value.ids == (workflow_id,)
+    assert repr(workflow_id) in str(info.value)
