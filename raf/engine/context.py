@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from raf.agent import default_options, invoke_agent
+from raf.engine.codec import encode
 from raf.engine.edges import Outbox
 from raf.engine.events import NodeStreaming, WorkflowOutput
 from raf.engine.state import PendingRequest, Suspension
-from raf.engine.waiting import clear_waiting, requests_of
+from raf.engine.waiting import CHECKPOINTER, clear_waiting, requests_of
 from raf.messages import ChatMessage
 from raf.run import RunContext
 from raf.session import Session
@@ -42,6 +43,7 @@ class NodeWork:
     """The runner's bookkeeping for one node in one superstep."""
 
     __slots__ = (
+        "calls",
         "messages",
         "node_id",
         "ordinal",
@@ -79,6 +81,8 @@ class NodeWork:
         """Requests of the suspended handling."""
         self.suspension: Suspension | None = None
         """Set when a handling waits for answers."""
+        self.calls = 0
+        """Agents invoked so far in this superstep (names each call for checkpoints)."""
 
 
 class NodeContext:
@@ -221,22 +225,49 @@ class NodeContext:
         answers = runner.state.answers
         if request_id in answers:
             return answers[request_id]
+        # The run keeps the payload to resume: one with no JSON form fails this node now,
+        # before the request is reported.
+        encode(payload, f"the payload of request {request_id!r}", work.node_id)
         raise Suspended([(request_id, payload)], forwarded=False)
 
     async def invoke_agent(self, agent: IAgent, messages: list[ChatMessage]) -> AgentResponse:
         """Run `agent` as part of this node, forwarding its stream; wait when it waits.
 
+        The agent's usage counts toward the usage of the workflow agent's response.
+
         When the agent is a workflow agent that ends waiting for a human, this node waits too,
-        on the same request ids; on resume the agent continues from where it stopped.
+        on the same request ids; on resume the agent continues from where it stopped. When the
+        run checkpoints, each call is named `"{node}@{superstep}#{n}"`, so a resume that re-runs
+        this superstep lets the same call of a nested workflow continue from its kept state.
         """
         context = self.run_context
         work = self._work
+        runner = work.runner
         # The context's path is the workflow's scope, so this is `pending_key(path + (id,))`.
-        key = f"{work.runner.prefix}{agent.id}#pending"
+        path = f"{runner.prefix}{agent.id}"
+        key = path + "#pending"
         session = context.session
         if not work.resuming and session.get(key) is not None:
             clear_waiting(session, (*context.path, agent.id))
-        response = await invoke_agent(agent, messages, context)
+        checkpointer: Runner | None = context.extras.get(CHECKPOINTER)
+        if checkpointer is None:
+            response = await invoke_agent(agent, messages, context)
+        else:
+            # Named like a request id: the same call gets the same name when a resume re-runs
+            # this superstep, so a nested workflow agent finds the state it kept for it.
+            call = f"{work.node_id}@{work.superstep}#{work.calls}"
+            work.calls += 1
+            within = runner.nested
+            checkpointer.calls[path] = call if within is None else f"{within.call}/{call}"
+            try:
+                response = await invoke_agent(agent, messages, context)
+            finally:
+                checkpointer.calls.pop(path, None)
+        # The run's usage is counted here, once per agent call, whatever the node does with
+        # the response (a nested workflow's response already sums its own tree).
+        usage = response.usage
+        runner.input_tokens += usage.input_tokens
+        runner.output_tokens += usage.output_tokens
         waiting = session.get(key)
         if waiting is not None:
             raise Suspended(requests_of(waiting), forwarded=True)

@@ -30,9 +30,18 @@ from raf.engine.events import (
     WorkflowError,
     WorkflowEvent,
 )
-from raf.engine.runner import Runner
+from raf.engine.runner import NestedRun, Runner
 from raf.engine.state import RunState
-from raf.engine.waiting import ENGINE_ROOT, RESPONSES, answers_from, kept_state, requests_of
+from raf.engine.waiting import (
+    CHECKPOINTER,
+    ENGINE_ROOT,
+    RESPONSES,
+    answers_from,
+    drop_running,
+    kept_state,
+    open_requests,
+    saved_running,
+)
 from raf.errors import AgentError
 from raf.errors import WorkflowError as WorkflowFailure
 from raf.messages import ChatMessage
@@ -58,6 +67,9 @@ class WorkflowAgent(BaseAgent):
     waits for a human, its state is kept in the session; the next `run()` on that session
     answers the pending requests (a user message answers the oldest; a tool message whose
     `ToolResultContent.call_id` is a request id answers that one with its JSON) and resumes.
+    When the run's root checkpoints, a nested workflow agent keeps its state in the session
+    after each of its supersteps and has the root save a checkpoint, so a resume continues
+    inside it.
 
     Args:
         workflow: the workflow.
@@ -121,8 +133,7 @@ class WorkflowAgent(BaseAgent):
         """One turn as the root of a run: the new messages answer pending requests first."""
         kept = ctx.session.get(ctx.key("pending"))
         if kept is not None:
-            pending = [request_id for request_id, _ in requests_of(kept)]
-            answers = answers_from(messages, pending)
+            answers = answers_from(messages, open_requests(kept))
             previous: dict[str, Any] = ctx.extras.get(RESPONSES) or {}
             ctx.extras[RESPONSES] = {**previous, **answers}
         return await super().invoke_turn(messages, ctx)
@@ -130,17 +141,22 @@ class WorkflowAgent(BaseAgent):
     async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
         """Run the workflow on the conversation (or resume it when it waits)."""
         session = ctx.session
+        extras = ctx.extras
         key = ctx.key("pending")
         kept = session.get(key)
-        if kept is None:
-            state = RunState.start(self._workflow.start_id, messages)
-        else:
-            session.pop(key)
-            state = decode_state(kept["state"])
-            state.answer(ctx.extras.get(RESPONSES) or {})
-        root = ENGINE_ROOT not in ctx.extras
+        root = ENGINE_ROOT not in extras
+        nested = None if root else self._nested(ctx)
+        # A resume that re-runs the parent's superstep continues this call where it was.
+        state = None if nested is None else self._continued(nested, ctx)
+        if state is None:
+            if kept is None:
+                state = RunState.start(self._workflow.start_id, messages)
+            else:
+                # Read, not popped: a turn that fails or is cancelled leaves the run waiting.
+                state = decode_state(kept["state"])
+                state.answer(extras.get(RESPONSES) or {})
         if root:
-            ctx.extras[ENGINE_ROOT] = True
+            extras[ENGINE_ROOT] = True
         sink = _AgentSink(ctx)
         runner = Runner(
             self._workflow,
@@ -150,26 +166,50 @@ class WorkflowAgent(BaseAgent):
             scope=ctx.path,
             agent_context=ctx,
             checkpoints=root,
+            nested=nested,
         )
-        status = await runner.execute()
+        if nested is None:
+            status = await runner.execute()
+        else:
+            try:
+                status = await runner.execute()
+            finally:
+                drop_running(session, nested.key, call=nested.call)
         if status == "failed":
             raise sink.failure()
         if status == "waiting":
             session.set(key, kept_state(state))
-        usage = Usage(input_tokens=sink.input_tokens, output_tokens=sink.output_tokens)
+        elif kept is not None:
+            session.pop(key)
+        usage = Usage(input_tokens=runner.input_tokens, output_tokens=runner.output_tokens)
         return _response(state, usage)
+
+    @staticmethod
+    def _nested(ctx: RunContext) -> NestedRun | None:
+        """Where this run keeps its state between supersteps, when its root checkpoints and
+        a node of a parent workflow runs it."""
+        checkpointer: Runner | None = ctx.extras.get(CHECKPOINTER)
+        if checkpointer is None:
+            return None
+        path = "/".join(ctx.path)
+        call = checkpointer.calls.get(path)
+        if call is None:
+            return None
+        return NestedRun(path + "#running", call, checkpointer)
+
+    def _continued(self, nested: NestedRun, ctx: RunContext) -> RunState | None:
+        graph = self._workflow.fingerprint
+        return saved_running(ctx.session, nested.key, call=nested.call, graph=graph)
 
 
 class _AgentSink:
     """Maps engine events onto the agent's stream and collects the response."""
 
-    __slots__ = ("emit", "error", "error_node", "input_tokens", "output_tokens", "path")
+    __slots__ = ("emit", "error", "error_node", "path")
 
     def __init__(self, ctx: RunContext) -> None:
         self.emit = ctx.emit
         self.path = ctx.path
-        self.input_tokens = 0
-        self.output_tokens = 0
         self.error: BaseException | None = None
         self.error_node: str | None = None
 
@@ -189,10 +229,11 @@ class _AgentSink:
             await self.emit(update.model_copy(update={"path": self.path + update.path}))
         elif kind is RequestInfo:
             assert isinstance(event, RequestInfo)
+            request_id = event.request_id
+            # The path of the workflow that asked (a nested one's, when reported again here).
+            path = tuple(request_id.split("/")[:-1])
             await self.emit(
-                RequestInfoUpdate(
-                    request_id=event.request_id, payload=event.payload, path=self.path
-                )
+                RequestInfoUpdate(request_id=request_id, payload=event.payload, path=path)
             )
         elif kind is NodeFailed or kind is WorkflowError:
             assert isinstance(event, NodeFailed | WorkflowError)
@@ -203,9 +244,6 @@ class _AgentSink:
     async def _completed(self, event: NodeCompleted) -> None:
         output = event.output
         if type(output) is AgentResponse or isinstance(output, AgentResponse):
-            usage = output.usage
-            self.input_tokens += usage.input_tokens
-            self.output_tokens += usage.output_tokens
             item = ExecutorInvoked(
                 executor_id=event.node_id,
                 messages=output.messages,
@@ -239,7 +277,8 @@ _ONLY_MESSAGES = {ChatMessage}
 
 
 def _response(state: RunState, usage: Usage) -> AgentResponse:
-    """The turn's response: outputs that are messages become messages, others the value."""
+    """The turn's response: outputs that are messages become messages, the last other one the
+    value (an empty list adds no messages and leaves the value as it was)."""
     messages: list[ChatMessage] = []
     value: Any = None
     for _, output in state.outputs:
@@ -257,6 +296,7 @@ def _response(state: RunState, usage: Usage) -> AgentResponse:
 
 
 def _is_messages(value: Any) -> TypeGuard[list[ChatMessage]]:
-    if type(value) is not list or not value:
+    """True for a list of messages; `[]` too, so an empty conversation is no value."""
+    if type(value) is not list:
         return False
-    return set(map(type, cast(list[Any], value))) == _ONLY_MESSAGES
+    return not value or set(map(type, cast(list[Any], value))) == _ONLY_MESSAGES

@@ -5,11 +5,18 @@ group); each handles its messages in order. Sends wait in per-node outboxes and 
 in node order at the end of the superstep, so delivery does not depend on scheduling. A failing
 node cancels its siblings; a node that asks a human suspends, and the run ends waiting after
 the superstep. Events go to a sink callback, with no stream in between.
+
+Only the outermost runner of a run saves checkpoints. A nested workflow's runner keeps its
+state in the session after each of its supersteps and has the root save one then, holding the
+root's state as of the start of its superstep in progress; resuming from it re-runs that
+superstep, and the nested workflow continues from its kept state.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -31,7 +38,7 @@ from raf.engine.events import (
     WorkflowEvent,
 )
 from raf.engine.state import PendingRequest, RunState, RunStatus, Suspension
-from raf.engine.waiting import ENGINE_ROOT, RESPONSES
+from raf.engine.waiting import CHECKPOINTER, ENGINE_ROOT, RESPONSES, clear_running, keep_running
 from raf.errors import WorkflowError as WorkflowFailure
 from raf.run import RunContext
 from raf.session import Session
@@ -39,13 +46,28 @@ from raf.session import Session
 if TYPE_CHECKING:
     from raf.engine.workflow import Workflow
 
-__all__ = ["EventSink", "Runner", "unwrap"]
+__all__ = ["EventSink", "NestedRun", "Runner", "unwrap"]
 
 EventSink = Callable[[WorkflowEvent], Awaitable[None]]
 """Receives each event of a run, in order; awaited (so it may back-pressure the run)."""
 
+_YIELD_EVERY = 0.005
+"""Seconds of supersteps without a scheduling point before the runner yields to the loop."""
+
 _Job = tuple[str, list[Any], int, int, bool]
 """(node id, messages, superstep, first request ordinal, resuming)"""
+
+
+@dataclass(frozen=True, slots=True)
+class NestedRun:
+    """Where a nested workflow's run keeps its state, for which call, and who checkpoints it."""
+
+    key: str
+    """The session key (`"{agent path}#running"`)."""
+    call: str
+    """The parent's call that runs it (`"{node}@{superstep}#{n}"`, after the parent's own)."""
+    root: Runner
+    """The outermost runner, which saves the checkpoints."""
 
 
 class Runner:
@@ -60,20 +82,28 @@ class Runner:
             request ids and node state keys.
         agent_context: the `RunContext` when the workflow runs as an agent; streamed items
             then go straight to its `emit`.
-        checkpoints: save a checkpoint to `session.store` after each superstep.
+        checkpoints: save a checkpoint to `session.store` after each superstep (the outermost
+            runner of a run only).
+        nested: for a nested workflow whose root checkpoints, where to keep its state.
     """
 
     __slots__ = (
         "_scope",
+        "_yielded",
         "agent_context",
+        "calls",
         "checkpoints",
         "extras",
         "failure",
+        "input_tokens",
+        "nested",
+        "output_tokens",
         "prefix",
         "routes",
         "scope",
         "session",
         "sink",
+        "start",
         "state",
         "successors",
         "workflow",
@@ -89,6 +119,7 @@ class Runner:
         scope: tuple[str, ...] = (),
         agent_context: RunContext | None = None,
         checkpoints: bool = False,
+        nested: NestedRun | None = None,
     ) -> None:
         self.workflow = workflow
         self.routes = workflow.routes
@@ -100,16 +131,37 @@ class Runner:
         self.prefix = "/".join(scope) + "/" if scope else ""
         self.agent_context = agent_context
         self.checkpoints = checkpoints and session.store is not None
+        self.nested = nested
+        self.start: RunState | None = None
+        """The root's state as of the start of the superstep in progress (when checkpointing)."""
+        self.calls: dict[str, str] = {}
+        """The root's record of which call runs each nested workflow agent, by agent path."""
         self.extras: dict[str, Any] = (
             agent_context.extras
             if agent_context is not None
             else {RESPONSES: state.answers, ENGINE_ROOT: True}
         )
         self.failure: tuple[str, BaseException] | None = None
+        self.input_tokens = 0
+        """Input tokens of the agents the nodes ran (through `NodeContext.invoke_agent`)."""
+        self.output_tokens = 0
+        """Output tokens of those agents."""
         self._scope: anyio.CancelScope | None = None
+        self._yielded = time.monotonic()
 
     async def execute(self) -> RunStatus:
         """Run supersteps until no message is pending, a node fails, or requests are pending."""
+        if not self.checkpoints:
+            return await self._execute()
+        # Nested workflow agents find the root here to have their progress checkpointed.
+        extras = self.extras
+        extras[CHECKPOINTER] = self
+        try:
+            return await self._execute()
+        finally:
+            del extras[CHECKPOINTER]
+
+    async def _execute(self) -> RunStatus:
         state = self.state
         if state.suspended:
             status = await self._resume_suspended()
@@ -121,11 +173,15 @@ class Runner:
             if bound is not None and index >= bound:
                 return await self._exceeded(bound)
             if index & 7 == 7:
-                # A loop of nodes that never wait would otherwise not see a cancellation.
-                await anyio.lowlevel.checkpoint_if_cancelled()
+                await self._pause()
             batch = state.pending
             state.pending = {}
             state.superstep = index + 1
+            if self.checkpoints:
+                # Nothing below changes these until the superstep's nodes are done.
+                self.start = RunState(
+                    index, batch, {}, state.fan_in, [], state.answers, state.outputs
+                )
             jobs: list[_Job] = [
                 (node, messages, index, 0, False) for node, messages in batch.items()
             ]
@@ -134,21 +190,67 @@ class Runner:
                 return status
         return "completed"
 
+    async def _pause(self) -> None:
+        """Let the event loop run now and then, so a loop of nodes that never wait still meets
+        its deadlines (and lets other tasks run) without paying a yield per superstep."""
+        now = time.monotonic()
+        if now - self._yielded >= _YIELD_EVERY:
+            self._yielded = now
+            await anyio.lowlevel.checkpoint()
+        else:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+
     async def _resume_suspended(self) -> RunStatus | None:
-        """Re-run the handlings that waited, in the superstep they belong to."""
+        """Re-run, in the superstep they belong to, the handlings that waited and whose
+        requests all have answers; the others keep waiting without running."""
         state = self.state
         suspended = state.suspended
-        state.suspended = {}
-        state.requests = []
-        jobs: list[_Job] = [
-            (node, s.messages, s.superstep, s.ordinal, True) for node, s in suspended.items()
-        ]
-        status = await self._superstep(max(s.superstep for s in suspended.values()), jobs)
+        requests = state.requests
+        answers = state.answers
+        if self.checkpoints:
+            self.start = RunState(
+                state.superstep,
+                state.pending,
+                suspended,
+                state.fan_in,
+                requests,
+                answers,
+                state.outputs,
+            )
+        unanswered = {r.node_id for r in requests if r.request_id not in answers}
+        state.suspended = {n: s for n, s in suspended.items() if n in unanswered}
+        state.requests = [r for r in requests if r.node_id in unanswered]
+        ready = [(n, s) for n, s in suspended.items() if n not in unanswered]
+        if not ready:
+            return await self._still_waiting()
+        extras = self.extras
+        responses = extras.get(RESPONSES)
+        if responses is not answers:
+            # Nested workflow agents that run again need every answer, earlier turns' too.
+            extras[RESPONSES] = {**(responses or {}), **answers}
+        jobs: list[_Job] = [(n, s.messages, s.superstep, s.ordinal, True) for n, s in ready]
+        status = await self._superstep(max(s.superstep for _, s in ready), jobs, resumed=True)
         if not state.suspended:
-            state.answers.clear()
+            answers.clear()
         return status
 
-    async def _superstep(self, index: int, jobs: list[_Job]) -> RunStatus | None:
+    async def _still_waiting(self) -> RunStatus:
+        """Nothing can run yet: report the open requests again (and checkpoint the answers)."""
+        state = self.state
+        for request in state.requests:
+            if request.request_id not in state.answers:
+                await self.sink(
+                    RequestInfo(request.request_id, request.payload, node_id=request.node_id)
+                )
+        if self.checkpoints:
+            status = await self._checkpoint(state.superstep - 1)
+            if status is not None:
+                return status
+        return "waiting"
+
+    async def _superstep(
+        self, index: int, jobs: list[_Job], *, resumed: bool = False
+    ) -> RunStatus | None:
         if len(jobs) == 1:
             works = [await self._run_node(*jobs[0])]
         else:
@@ -177,6 +279,13 @@ class Runner:
             await self.sink(NodeFailed(node_id, error))
             await self.sink(WorkflowError(error, node_id=node_id))
             return "failed"
+        if resumed:
+            # Handlings still waiting did not run: their open requests are reported again.
+            for request in state.requests[:asked]:
+                if request.request_id not in state.answers:
+                    await self.sink(
+                        RequestInfo(request.request_id, request.payload, node_id=request.node_id)
+                    )
         for request in state.requests[asked:]:
             # A nested workflow agent already put its own requests on the agent stream.
             if not (request.forwarded and self.agent_context is not None):
@@ -188,6 +297,10 @@ class Runner:
             await self.sink(SuperstepCompleted(index))
         if self.checkpoints:
             status = await self._checkpoint(index)
+            if status is not None:
+                return status
+        elif self.nested is not None and not state.requests:
+            status = await self._keep_running()
             if status is not None:
                 return status
         return "waiting" if state.requests else None
@@ -284,10 +397,54 @@ class Runner:
             else:
                 queue.append(combined)
 
+    async def checkpoint_within(self) -> None:
+        """Save a checkpoint inside the superstep in progress (a nested workflow finished one
+        of its own): the root's state as of the superstep's start, and the session now.
+
+        Raises:
+            CheckpointValueError: naming what is not serializable.
+        """
+        start = self.start
+        store = self.session.store
+        assert start is not None and store is not None
+        workflow = self.workflow
+        completed = start.superstep - 1
+        checkpoint_id = await save_checkpoint(
+            store,
+            self.session,
+            workflow_id=workflow.id,
+            fingerprint=workflow.fingerprint,
+            scope=self.scope,
+            superstep=completed,
+            state=start,
+        )
+        await self.sink(CheckpointSaved(checkpoint_id, superstep=completed))
+
+    async def _keep_running(self) -> RunStatus | None:
+        """Keep this nested run's state in the session and have the root checkpoint."""
+        nested = self.nested
+        assert nested is not None
+        try:
+            keep_running(
+                self.session,
+                nested.key,
+                call=nested.call,
+                state=self.state,
+                graph=self.workflow.fingerprint,
+            )
+            await nested.root.checkpoint_within()
+        except CheckpointValueError as exc:
+            await self.sink(WorkflowError(exc, node_id=exc.node_id))
+            return "failed"
+        return None
+
     async def _checkpoint(self, index: int) -> RunStatus | None:
         store = self.session.store
         assert store is not None
         workflow = self.workflow
+        # Between supersteps no nested workflow runs: drop states a restored session kept for
+        # calls this run did not make again.
+        clear_running(self.session, self.prefix)
         try:
             checkpoint_id = await save_checkpoint(
                 store,

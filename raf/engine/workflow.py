@@ -327,7 +327,9 @@ def _result(status: RunStatus, state: RunState, events: list[WorkflowEvent]) -> 
         events=events,
         status=status,
         requests=tuple(
-            RequestInfo(r.request_id, r.payload, node_id=r.node_id) for r in state.requests
+            RequestInfo(r.request_id, r.payload, node_id=r.node_id)
+            for r in state.requests
+            if r.request_id not in state.answers
         )
         if status == "waiting"
         else (),

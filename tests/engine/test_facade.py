@@ -6,9 +6,9 @@ from typing import Any
 import anyio
 import pytest
 
-from raf.agent import BaseAgent, IAgent
+from raf.agent import BaseAgent, IAgent, RunOptions
 from raf.engine import AgentExecutor, FunctionExecutor, NodeContext, WorkflowAgent, WorkflowBuilder
-from raf.errors import MaxRoundsExceeded
+from raf.errors import MaxRoundsExceeded, RunTimeout
 from raf.errors import WorkflowError as WorkflowFailure
 from raf.function_agent import FunctionAgent
 from raf.messages import ChatMessage
@@ -426,3 +426,84 @@ async def test_a_slow_consumer_back_pressures_the_run_through_one_bounded_stream
         rest = [u async for u in updates]
     assert produced == STREAM_BUFFER * 3
     assert sum(isinstance(u, TextDelta) for u in rest) == STREAM_BUFFER * 3
+
+
+async def test_a_run_timeout_stops_a_workflow_whose_nodes_never_wait() -> None:
+    steps: list[int] = []
+
+    async def spin(n: int, ctx: NodeContext) -> None:
+        steps.append(n)
+        await ctx.send(n + 1)
+
+    async def start(messages: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.send(0)
+
+    agent = (
+        WorkflowBuilder("spin")
+        .add_edge(FunctionExecutor("start", start), FunctionExecutor("spin", spin))
+        .add_edge("spin", "spin")
+        .set_start("start")
+        .set_max_supersteps(300_000)
+        .build()
+        .as_agent()
+    )
+    with pytest.raises(RunTimeout):
+        await agent.run("go", options=RunOptions(timeout=0.05)).collect()
+    assert 0 < len(steps) < 300_000
+
+
+async def test_usage_counts_agents_a_node_invokes_itself_once_each() -> None:
+    metered = Metered("m", "M", 10)
+
+    async def twice(messages: list[ChatMessage], ctx: NodeContext) -> AgentResponse:
+        first = await ctx.invoke_agent(metered, messages)
+        await ctx.invoke_agent(metered, messages)
+        await ctx.send(messages)
+        return first  # an agent's response as the node's output is not counted again
+
+    inner = (
+        WorkflowBuilder("inner")
+        .add_edge(FunctionExecutor("twice", twice), Metered("y", "Y", 20))
+        .set_start("twice")
+        .build()
+    )
+
+    async def outer_node(messages: list[ChatMessage], ctx: NodeContext) -> None:
+        response = await ctx.invoke_agent(inner.as_agent(), messages)
+        await ctx.yield_output(response)
+
+    outer = (
+        WorkflowBuilder("outer")
+        .add_edge(Metered("first", "F", 100), FunctionExecutor("call", outer_node))
+        .set_start("first")
+        .build()
+        .as_agent()
+    )
+    usages = [u for u in await stream(outer, "go") if isinstance(u, Usage)]
+    streamed = sum(u.total_tokens for u in usages)
+    response = await outer.run("go").collect()
+    assert response.usage.total_tokens == streamed == 101 + 11 + 11 + 21
+    assert response.usage.input_tokens == 100 + 10 + 10 + 20
+
+
+async def test_an_empty_list_output_is_no_messages_and_keeps_the_value() -> None:
+    async def score(message: Any, ctx: NodeContext) -> list[ChatMessage]:
+        await ctx.yield_output(42)
+        await ctx.send([])
+        return []
+
+    async def nothing_more(messages: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.yield_output(messages)
+
+    agent = (
+        WorkflowBuilder("w")
+        .add_edge(FunctionExecutor("score", score), FunctionExecutor("last", nothing_more))
+        .set_start("score")
+        .build()
+        .as_agent()
+    )
+    updates = await stream(agent, "go")
+    invoked = [describe(u) for u in updates if isinstance(u, ExecutorInvoked)]
+    assert invoked[0] == ("invoked", "score", [], None, ("w",))
+    response = await agent.run("go").collect()
+    assert (response.messages, response.value) == ([], 42)

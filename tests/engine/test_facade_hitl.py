@@ -4,13 +4,16 @@ import json
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from raf.engine import FunctionExecutor, NodeContext, WorkflowAgent, WorkflowBuilder
+from raf.engine.codec import CheckpointValueError
+from raf.errors import WorkflowError as WorkflowFailure
 from raf.function_agent import FunctionAgent
 from raf.messages import ChatMessage
 from raf.session import Session
-from raf.updates import AgentUpdate, RequestInfoUpdate, TextDelta
+from raf.updates import AgentUpdate, ExecutorInvoking, RequestInfoUpdate, TextDelta
 from tests.engine.support import Calls
 
 pytestmark = pytest.mark.anyio
@@ -108,9 +111,10 @@ async def test_plain_text_answers_the_oldest_of_several_requests() -> None:
     ]
     second = await stream(agent, "first answer")
     assert [u.request_id for u in second if isinstance(u, RequestInfoUpdate)] == ["wf/b@1#0"]
+    assert calls.count == {"start": 1, "a": 2, "b": 1}  # b, not answered yet, did not run
     final = await agent.run("second answer").collect()
     assert [m.text for m in final.messages] == ["b=second answer"]
-    assert calls.count == {"start": 1, "a": 2, "b": 3}
+    assert calls.count == {"start": 1, "a": 2, "b": 2}
 
 
 async def test_a_nested_request_is_reported_once_and_answered_from_the_top() -> None:
@@ -223,9 +227,10 @@ async def test_parallel_nested_requests_have_distinct_ids_and_are_answered_by_id
     again = [u.request_id for u in partial if isinstance(u, RequestInfoUpdate)]
     assert again == ["outer/first/review@2#0"]
     assert second_calls.count["publish"] == 1 and first_calls.count["publish"] == 0
+    assert first_calls.count["review"] == 1  # not answered: it did not run again
     done = await outer.run("first ok", session).collect()
     assert sorted(m.text for m in done.messages) == ["draft on owls: first ok"]
-    assert first_calls.count == {"intake": 1, "review": 3, "publish": 1}
+    assert first_calls.count == {"intake": 1, "review": 2, "publish": 1}
     assert second_calls.count == {"intake": 1, "review": 2, "publish": 1}
 
 
@@ -245,3 +250,119 @@ async def test_an_agent_run_checkpoints_and_its_checkpoint_resumes_directly() ->
     assert done.status == "completed"
     assert [m.text for m in done.outputs] == ["draft on cats: printed"]
     assert calls.count == {"intake": 1, "review": 2, "publish": 1}
+
+
+def approval_then(after: Any) -> WorkflowAgent:
+    """review (asks a human) -> after (the given handler)."""
+
+    async def review(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        verdict = await ctx.request_info({"draft": conversation[-1].text})
+        await ctx.send(verdict)
+
+    return (
+        WorkflowBuilder("wf")
+        .add_edge(FunctionExecutor("review", review), FunctionExecutor("after", after))
+        .set_start("review")
+        .build()
+        .as_agent()
+    )
+
+
+async def test_an_answering_turn_that_fails_keeps_the_run_waiting_for_the_next_answer() -> None:
+    failures = ["publisher down"]
+
+    async def publish(verdict: str, ctx: NodeContext) -> None:
+        if failures:
+            raise RuntimeError(failures.pop())
+        await ctx.yield_output(ChatMessage.assistant(f"published: {verdict}"))
+
+    agent = approval_then(publish)
+    session = Session()
+    await agent.run("draft", session).collect()
+    with pytest.raises(WorkflowFailure, match="publisher down"):
+        await agent.run("yes", session).collect()
+    assert session.get("wf#pending") is not None
+    done = await agent.run("yes again", session).collect()
+    assert done.text == "published: yes again"
+    assert session.get("wf#pending") is None
+
+
+async def test_an_answering_turn_that_is_cancelled_keeps_the_run_waiting() -> None:
+    outer = anyio.CancelScope()
+    cancelled = [True]
+
+    async def publish(verdict: str, ctx: NodeContext) -> None:
+        if cancelled:
+            cancelled.pop()
+            outer.cancel()
+            await anyio.lowlevel.checkpoint()
+        await ctx.yield_output(ChatMessage.assistant(f"published: {verdict}"))
+
+    agent = approval_then(publish)
+    session = Session()
+    await agent.run("draft", session).collect()
+    with outer:
+        await agent.run("yes", session).collect()
+    assert outer.cancelled_caught
+    updates = await stream(agent, "yes again", session)
+    assert not [u for u in updates if isinstance(u, RequestInfoUpdate)]
+    assert [u.executor_id for u in updates if isinstance(u, ExecutorInvoking)] == [
+        "review",
+        "after",
+    ]
+    assert session.get("wf#pending") is None
+
+
+class _Opaque:
+    """A payload with no JSON form."""
+
+
+async def test_a_payload_without_a_json_form_fails_the_node_before_anything_is_asked() -> None:
+    async def ask(message: Any, ctx: NodeContext) -> None:
+        await ctx.request_info(_Opaque())
+
+    agent = WorkflowBuilder("wf").add_executor(FunctionExecutor("ask", ask)).set_start("ask")
+    updates: list[AgentUpdate] = []
+    with pytest.raises(WorkflowFailure) as info:
+        async with agent.build().as_agent().run("hi") as stream:
+            updates.extend([u async for u in stream])
+    error = info.value
+    assert (error.executor_id, error.path) == ("ask", ("wf",))
+    assert isinstance(error.__cause__, CheckpointValueError)
+    assert "the payload of request 'wf/ask@0#0'" in str(error)
+    assert not [u for u in updates if isinstance(u, RequestInfoUpdate)]
+
+
+async def test_a_nested_workflow_waits_until_all_its_requests_are_answered() -> None:
+    async def ask(message: Any, ctx: NodeContext) -> None:
+        answer = await ctx.request_info(f"question from {ctx.node_id}")
+        await ctx.yield_output(ChatMessage.assistant(f"{ctx.node_id}={answer}"))
+
+    calls = Calls()
+    inner = (
+        WorkflowBuilder("inner")
+        .add_fan_out(calls.forward("start"), [calls.node("a", ask), calls.node("b", ask)])
+        .set_start("start")
+        .build()
+        .as_agent()
+    )
+    outer = (
+        WorkflowBuilder("outer")
+        .add_edge(FunctionExecutor("split", _forward), inner)
+        .set_start("split")
+        .build()
+        .as_agent()
+    )
+    session = Session()
+    first = await stream(outer, "go", session)
+    assert [u.request_id for u in first if isinstance(u, RequestInfoUpdate)] == [
+        "outer/inner/a@1#0",
+        "outer/inner/b@1#0",
+    ]
+    second = await stream(outer, "answer for a", session)
+    asked = [(u.request_id, u.path) for u in second if isinstance(u, RequestInfoUpdate)]
+    assert asked == [("outer/inner/b@1#0", ("outer", "inner"))]
+    assert calls.count == {"start": 1, "a": 1, "b": 1}  # nothing ran
+    done = await outer.run("answer for b", session).collect()
+    assert sorted(m.text for m in done.messages) == ["a=answer for a", "b=answer for b"]
+    assert calls.count == {"start": 1, "a": 2, "b": 2}

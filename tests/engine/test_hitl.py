@@ -9,12 +9,14 @@ from raf.engine import (
     AgentExecutor,
     NodeCompleted,
     NodeContext,
+    NodeFailed,
     NodeInvoking,
     NodeStreaming,
     RequestInfo,
     Workflow,
     WorkflowBuilder,
 )
+from raf.engine.codec import CheckpointValueError
 from raf.session import Session
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
 from raf.updates import RequestInfoUpdate
@@ -186,3 +188,48 @@ async def test_a_nested_workflow_request_surfaces_with_its_path_and_resumes_insi
     assert inner_done.output.value == "draft of essay (fine)"  # the inner workflow's last output
     (conversation,) = done.outputs
     assert [m.text for m in conversation] == ["essay"]
+
+
+async def test_a_payload_without_a_json_form_fails_its_node_and_asks_nothing() -> None:
+    async def ask(message: Any, ctx: NodeContext) -> None:
+        await ctx.request_info(object())
+
+    workflow = WorkflowBuilder("w").add_executor(Calls().node("ask", ask)).set_start("ask").build()
+    result = await workflow.run(None)
+    assert result.status == "failed"
+    assert not [e for e in result.events if isinstance(e, RequestInfo)]
+    (failed,) = [e for e in result.events if isinstance(e, NodeFailed)]
+    assert failed.node_id == "ask"
+    assert isinstance(failed.error, CheckpointValueError)
+    assert "the payload of request 'ask@0#0'" in str(failed.error)
+
+
+async def test_resuming_runs_only_handlings_whose_requests_are_all_answered() -> None:
+    async def ask(message: Any, ctx: NodeContext) -> None:
+        answer = await ctx.request_info(ctx.node_id)
+        await ctx.yield_output((ctx.node_id, answer))
+
+    calls = Calls()
+    workflow = (
+        WorkflowBuilder("w")
+        .add_fan_out(calls.forward("start"), [calls.node("left", ask), calls.node("right", ask)])
+        .set_start("start")
+        .build()
+    )
+    store = MemoryCheckpointStore()
+    first = await workflow.run(None, Session(id="s", store=store))
+    calls.count.clear()
+    second = await workflow.resume(first.checkpoint_id or "", store, responses={"right@1#0": "R"})
+    assert calls.count == {"right": 1}  # `left` has no answer yet: it does not run
+    assert second.status == "waiting"
+    asked = [e for e in second.events if isinstance(e, RequestInfo)]
+    assert asked == [RequestInfo("left@1#0", "left", node_id="left")]
+    assert second.requests == tuple(asked)
+    assert second.outputs == [("right", "R")]
+    nobody = await workflow.resume(second.checkpoint_id or "", store)
+    assert nobody.status == "waiting" and [r.request_id for r in nobody.requests] == ["left@1#0"]
+    assert calls.count == {"right": 1}
+    third = await workflow.resume(nobody.checkpoint_id or "", store, responses={"left@1#0": "L"})
+    assert third.status == "completed"
+    assert calls.count == {"right": 1, "left": 1}
+    assert third.outputs == [("right", "R"), ("left", "L")]

@@ -411,3 +411,51 @@ async def test_an_agent_node_streams_its_items_with_paths_relative_to_the_workfl
         for e in result.events
         if isinstance(e, NodeStreaming)
     )
+
+
+def spinning(calls: Calls, until: Any = lambda: False) -> Workflow:
+    """One node sending to itself without ever waiting, until `until()` is true."""
+
+    async def spin(n: int, ctx: NodeContext) -> None:
+        if until():
+            await ctx.yield_output(n)
+        else:
+            await ctx.send(n + 1)
+
+    return (
+        WorkflowBuilder("spin")
+        .add_edge(calls.node("spin", spin), "spin")
+        .set_start("spin")
+        .set_max_supersteps(LONG_LOOP)
+        .build()
+    )
+
+
+LONG_LOOP = 300_000
+"""Supersteps that take seconds: far more than a short deadline allows."""
+
+
+async def test_a_deadline_stops_a_loop_of_nodes_that_never_wait() -> None:
+    calls = Calls()
+    with anyio.move_on_after(0.05) as scope:
+        await spinning(calls).run(0)
+    assert scope.cancelled_caught
+    assert 0 < calls.count["spin"] < LONG_LOOP
+
+
+async def test_other_tasks_run_while_a_loop_of_nodes_spins() -> None:
+    done = anyio.Event()
+    calls = Calls()
+    outcome: list[Any] = []
+
+    async def other_task() -> None:
+        done.set()
+
+    async def loop() -> None:
+        outcome.append(await spinning(calls, done.is_set).run(0))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(loop)
+        tg.start_soon(other_task)
+    assert outcome[0].status == "completed"
+    assert calls.count["spin"] < LONG_LOOP
