@@ -38,10 +38,12 @@ class PostgresCheckpointStore(ClosingStore):
 
     Every write is one transaction; any worker's store object sees what the others saved.
     Ids order `list`, `latest` and `events` (compared byte-wise, as in the other stores; ids
-    from `raf.stores.new_id()` sort by creation time).
+    from `raf.stores.new_id()` sort by creation time). Cancelling a caller cancels its
+    statement on the server (say, one waiting for a lock) and rolls it back.
 
     Args:
-        dsn: a libpq connection string, say `"postgresql://user@host:5432/db"`.
+        dsn: a libpq connection string, say `"postgresql://user@host:5432/db"`. Connecting
+            gives up after 10 s unless it sets `connect_timeout` (or `PGCONNECT_TIMEOUT` does).
         schema: put the tables in this schema (created when missing) instead of the
             connection's search path; isolates tests or tenants.
         max_connections: how many connections (and concurrent operations) at most.

@@ -2,7 +2,8 @@
 
 One connection, used from worker threads (`anyio.to_thread`, so it runs on asyncio and trio)
 one operation at a time under an `anyio.Lock`. Every write is a single transaction, so a process
-killed at any moment leaves the file consistent with every save that returned.
+killed at any moment leaves the file consistent with every save that returned. A cancelled caller
+interrupts its statement (or its wait for another writer's lock) instead of waiting it out.
 
 Example:
     >>> import anyio, tempfile, os
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
+import time
 from collections.abc import Callable
 from typing import Any, Self, TypeVar
 
@@ -29,6 +32,7 @@ from anyio import to_thread
 
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
+from raf.stores._interruptible import Interrupted, run_interruptible
 from raf.stores.base import Checkpoint, StoredEvent
 
 __all__ = ["SqliteCheckpointStore"]
@@ -69,7 +73,11 @@ _SAVE = (
 )
 _EVENT_COLUMNS = "id, occurred_at, kind, key, hash, meta, code_rev"
 
+# How long a statement waits for another connection's write lock before "database is locked".
 _BUSY_TIMEOUT_SECONDS = 30.0
+# Pauses between attempts while locked out: SQLite's own busy handler cannot be interrupted.
+_FIRST_RETRY_SECONDS = 0.001
+_LONGEST_RETRY_SECONDS = 0.05
 
 
 class SqliteCheckpointStore(ClosingStore):
@@ -200,20 +208,22 @@ class SqliteCheckpointStore(ClosingStore):
             if self._closed:
                 raise anyio.ClosedResourceError(f"{self!r} is closed")
             if self._connection is None:
-                # Not abandoned on cancellation: the thread finishes and the result is kept.
-                self._connection = await to_thread.run_sync(_open, self.path)
-            return await to_thread.run_sync(operation, self._connection)
+                self._connection = await _open(self.path)
+            return await _interruptibly(self._connection, operation)
 
 
-def _open(path: str) -> sqlite3.Connection:
+async def _open(path: str) -> sqlite3.Connection:
     """Open (creating when needed) the database at `path` and check its layout version."""
-    connection = sqlite3.connect(
-        path,
-        timeout=_BUSY_TIMEOUT_SECONDS,
-        isolation_level=None,  # autocommit: each statement is its own transaction
-        check_same_thread=False,  # worker threads take turns under the store's lock
+    connection = await to_thread.run_sync(
+        lambda: sqlite3.connect(
+            path,
+            timeout=0,  # no busy handler: `_retrying` waits for locks, and can be interrupted
+            isolation_level=None,  # autocommit: each statement is its own transaction
+            check_same_thread=False,  # worker threads take turns under the store's lock
+        )
     )
-    try:
+
+    def prepare(connection: sqlite3.Connection) -> None:
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
         connection.execute("BEGIN IMMEDIATE")
@@ -221,10 +231,55 @@ def _open(path: str) -> sqlite3.Connection:
             connection.execute(statement)
         _check_schema_version(connection, path)
         connection.execute("COMMIT")
+
+    try:
+        await _interruptibly(connection, prepare)
     except BaseException:
-        connection.close()
+        with anyio.CancelScope(shield=True):
+            await to_thread.run_sync(connection.close)
         raise
     return connection
+
+
+async def _interruptibly(
+    connection: sqlite3.Connection, operation: Callable[[sqlite3.Connection], T]
+) -> T:
+    """Run `operation` in a worker thread; a cancelled caller interrupts it and rolls it back."""
+    interrupted = threading.Event()
+
+    def interrupt() -> None:
+        interrupted.set()  # stops waiting for a lock
+        connection.interrupt()  # stops a running statement; harmless once none runs
+
+    return await run_interruptible(lambda: _retrying(connection, operation, interrupted), interrupt)
+
+
+def _retrying(
+    connection: sqlite3.Connection,
+    operation: Callable[[sqlite3.Connection], T],
+    interrupted: threading.Event,
+) -> T:
+    """`operation`, attempted again while another connection holds the lock (up to a limit)."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_SECONDS
+    pause = _FIRST_RETRY_SECONDS
+    while True:
+        try:
+            return operation(connection)
+        except sqlite3.OperationalError as error:
+            if not _is_busy(error) or time.monotonic() >= deadline:
+                raise
+        finally:
+            # An error or interrupt mid-transaction leaves nothing of it behind.
+            if connection.in_transaction:
+                connection.rollback()
+        if interrupted.wait(pause):
+            raise Interrupted("the SQLite operation was interrupted while waiting for a lock")
+        pause = min(pause * 2, _LONGEST_RETRY_SECONDS)
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    """Whether `error` is SQLITE_BUSY (any extended code): the database is locked right now."""
+    return error.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
 
 
 def _check_schema_version(connection: sqlite3.Connection, path: str) -> None:

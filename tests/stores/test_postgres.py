@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from datetime import UTC, datetime
 from urllib.parse import quote
 
 import anyio
 import pytest
 
+from raf.engine import FunctionExecutor, NodeContext, Workflow, WorkflowBuilder
+from raf.session import Session
 from raf.stores import Checkpoint, PostgresCheckpointStore, new_id
 
 pytestmark = pytest.mark.anyio
@@ -134,3 +137,66 @@ async def test_concurrency_is_bounded_by_max_connections(
 def test_max_connections_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         PostgresCheckpointStore("postgresql://unused", max_connections=0)
+
+
+def _approval_flow(calls: Counter[str]) -> Workflow:
+    """draft -> approve (asks a human) -> publish, counting each node's invocations."""
+
+    async def draft(topic: str, ctx: NodeContext) -> None:
+        calls["draft"] += 1
+        await ctx.send(f"draft on {topic}")
+
+    async def approve(text: str, ctx: NodeContext) -> None:
+        calls["approve"] += 1
+        verdict = await ctx.request_info({"text": text})
+        await ctx.send(f"{text}: {verdict}")
+
+    async def publish(text: str, ctx: NodeContext) -> None:
+        calls["publish"] += 1
+        await ctx.yield_output(text)
+
+    return (
+        WorkflowBuilder("approval")
+        .add_edge(FunctionExecutor("draft", draft), FunctionExecutor("approve", approve))
+        .add_edge("approve", FunctionExecutor("publish", publish))
+        .set_start("draft")
+        .build()
+    )
+
+
+async def test_a_waiting_workflow_resumes_in_another_process_from_its_postgres_checkpoint(
+    postgres_dsn: str, postgres_schema: str
+) -> None:
+    calls: Counter[str] = Counter()
+    async with PostgresCheckpointStore(postgres_dsn, schema=postgres_schema) as store:
+        waiting = await _approval_flow(calls).run("stores", Session(id="chat-1", store=store))
+    assert waiting.status == "waiting"
+    assert [(r.request_id, r.payload) for r in waiting.requests] == [
+        ("approve@1#0", {"text": "draft on stores"})
+    ]
+    assert waiting.outputs == []
+    assert calls == Counter({"draft": 1, "approve": 1})
+
+    # A new process: new workflow and store objects, nothing shared but the database.
+    restarted: Counter[str] = Counter()
+    async with PostgresCheckpointStore(postgres_dsn, schema=postgres_schema) as reopened:
+        latest = await reopened.latest("chat-1")
+        assert latest is not None
+        assert latest == waiting.checkpoint_id
+        done = await _approval_flow(restarted).resume(
+            latest, reopened, responses={"approve@1#0": "approved"}
+        )
+        assert done.status == "completed"
+        assert done.outputs == ["draft on stores: approved"]
+        # `draft` finished before the checkpoint; the waiting handling re-runs from its start.
+        assert restarted == Counter({"approve": 1, "publish": 1})
+        saved = await reopened.list("chat-1")
+        assert saved.index(latest) < len(saved) - 1  # the resumed run checkpointed after it
+        assert (await reopened.load(saved[-1])).workflow_id == "approval"
+
+    # Resuming the finished run again from its last checkpoint runs nothing more.
+    async with PostgresCheckpointStore(postgres_dsn, schema=postgres_schema) as third:
+        again: Counter[str] = Counter()
+        finished = await _approval_flow(again).resume(saved[-1], third)
+        assert finished.status == "completed"
+        assert again == Counter()
