@@ -1,6 +1,7 @@
 """The `CheckpointStore` protocol and the records stores keep.
 
-A store keeps checkpoints (versioned JSON written by the engine after each superstep) and,
+A store keeps checkpoints (versioned JSON written by the engine after each superstep, nested
+workflows' supersteps included) and,
 for the SQLite and PostgreSQL stores, an append-only event log and a content-addressed object
 store used by moderated role workflows.
 
@@ -36,7 +37,8 @@ class CheckpointVersionError(ValueError):
 
 
 class Checkpoint(BaseModel):
-    """One saved state of a workflow run, taken after a superstep."""
+    """One saved state of a workflow run, taken after a superstep of the run or of a workflow
+    nested in it."""
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
@@ -49,7 +51,8 @@ class Checkpoint(BaseModel):
     workflow_id: str
     """The workflow (root scope) that was running."""
     superstep: int
-    """Index of the superstep just completed."""
+    """Index of the root's last completed superstep (-1 when a nested workflow's checkpoint is
+    taken inside the root's first)."""
     created_at: datetime
     """When it was taken (UTC)."""
     data: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())

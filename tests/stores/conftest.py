@@ -19,6 +19,8 @@ Store = MemoryCheckpointStore | SqliteCheckpointStore | PostgresCheckpointStore
 StoreKind = Literal["memory", "sqlite", "postgres"]
 
 POSTGRES_DSN = os.environ.get("RAF_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+POSTGRES_REQUIRED = "RAF_TEST_POSTGRES_DSN" in os.environ
+"""Set (as `.ci/run` does): an unreachable server fails the PostgreSQL tests instead of skipping."""
 
 
 @dataclass
@@ -37,6 +39,8 @@ def postgres_dsn() -> str:
         with psycopg.connect(POSTGRES_DSN, connect_timeout=3):
             pass
     except psycopg.OperationalError as error:
+        if POSTGRES_REQUIRED:
+            pytest.fail(f"RAF_TEST_POSTGRES_DSN is set but PostgreSQL is not reachable: {error}")
         pytest.skip(f"PostgreSQL is not reachable at {POSTGRES_DSN}: {error}")
     return POSTGRES_DSN
 

@@ -128,7 +128,8 @@ async def test_two_store_objects_write_one_file_at_once(tmp_path: Path) -> None:
         assert await second.list("s") == sorted(saved)
 
 
-async def test_an_in_memory_database_works(tmp_path: Path) -> None:
+async def test_an_in_memory_database_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a file named ':memory:' would appear here
     async with SqliteCheckpointStore(":memory:") as store:
         checkpoint = _checkpoint("s", 0)
         await store.save(checkpoint)
