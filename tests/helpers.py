@@ -4,7 +4,44 @@ from __future__ import annotations
 
 import anyio
 
+from raf.agent import AgentMetadata, AgentRun, IAgent, RunOptions
+from raf.messages import MessagesInput
+from raf.session import Session
+
 
 def task_count() -> int:
     """How many tasks run on the current event loop (asyncio or trio)."""
     return len(anyio.get_running_tasks())
+
+
+class Foreign:
+    """An `IAgent` that is not a raf agent: it wraps one behind the public `run()`.
+
+    `honours_options=False` drops the `RunOptions` it is given, as an agent may.
+    """
+
+    def __init__(self, inner: IAgent, *, honours_options: bool = True) -> None:
+        self.inner = inner
+        self.honours_options = honours_options
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    @property
+    def metadata(self) -> AgentMetadata:
+        return self.inner.metadata
+
+    def get_subagent(self, agent_id: str) -> IAgent | None:
+        return None
+
+    def run(
+        self,
+        messages: MessagesInput,
+        session: Session | None = None,
+        options: RunOptions | None = None,
+    ) -> AgentRun:
+        return self.inner.run(messages, session, options if self.honours_options else None)
+
+    async def reset(self) -> None:
+        await self.inner.reset()

@@ -16,11 +16,11 @@ from raf.agent import (
 from raf.budget import Budget
 from raf.errors import BudgetExceeded, RunTimeout, ToolError
 from raf.function_agent import FunctionAgent
-from raf.messages import ChatMessage, MessagesInput
-from raf.run import AgentRun, RunContext
+from raf.messages import ChatMessage
+from raf.run import RunContext
 from raf.session import Session
 from raf.updates import AgentResponse, AgentUpdate, MessageCompleted, TextDelta
-from tests.helpers import task_count
+from tests.helpers import Foreign, task_count
 
 pytestmark = pytest.mark.anyio
 
@@ -186,35 +186,6 @@ async def test_function_agent_rejects_other_return_types() -> None:
         await agent.run("x").collect()
 
 
-class _Foreign:
-    """An IAgent written without raf's base class."""
-
-    def __init__(self) -> None:
-        self.inner = FunctionAgent("foreign", echo)
-
-    @property
-    def id(self) -> str:
-        return "foreign"
-
-    @property
-    def metadata(self) -> AgentMetadata:
-        return self.inner.metadata
-
-    def get_subagent(self, agent_id: str) -> IAgent | None:
-        return None
-
-    def run(
-        self,
-        messages: MessagesInput,
-        session: Session | None = None,
-        options: RunOptions | None = None,
-    ) -> AgentRun:
-        return self.inner.run(messages, session, options)
-
-    async def reset(self) -> None:
-        await self.inner.reset()
-
-
 class _Parent(BaseAgent):
     kind = "test-parent"
 
@@ -231,7 +202,9 @@ class _Parent(BaseAgent):
 
 @pytest.mark.parametrize("native", [True, False])
 async def test_children_stream_under_the_parent_path(native: bool) -> None:
-    child: IAgent = FunctionAgent("foreign", echo) if native else _Foreign()
+    child: IAgent = (
+        FunctionAgent("foreign", echo) if native else Foreign(FunctionAgent("foreign", echo))
+    )
     parent = _Parent(child)
     assert parent.metadata.children == ("foreign",)
     assert parent.get_subagent("foreign") is child

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from raf.agent import AgentMetadata, AgentRun, IAgent, RunOptions
+from raf.agent import IAgent, RunOptions
 from raf.budget import Budget
 from raf.builders import ConcurrentBuilder, SequentialBuilder
 from raf.errors import BudgetExceeded, MaxRoundsExceeded
-from raf.messages import ChatMessage, MessagesInput
+from raf.messages import ChatMessage
 from raf.react import ReactAgent
-from raf.session import Session
 from raf.testing.script import Turn, text, tool_calls
 from raf.testing.scripted_provider import ScriptedProvider
 from raf.tools import tool
 from raf.updates import Usage
+from tests.helpers import Foreign
 
 pytestmark = pytest.mark.anyio
 
@@ -93,36 +93,6 @@ def add(a: int, b: int) -> int:
         b: the second.
     """
     return a + b
-
-
-class Foreign:
-    """An `IAgent` that is not a raf agent: it wraps one behind the public `run()`."""
-
-    def __init__(self, inner: IAgent, *, honours_options: bool) -> None:
-        self.inner = inner
-        self.honours_options = honours_options
-
-    @property
-    def id(self) -> str:
-        return self.inner.id
-
-    @property
-    def metadata(self) -> AgentMetadata:
-        return self.inner.metadata
-
-    def get_subagent(self, agent_id: str) -> IAgent | None:
-        return None
-
-    def run(
-        self,
-        messages: MessagesInput,
-        session: Session | None = None,
-        options: RunOptions | None = None,
-    ) -> AgentRun:
-        return self.inner.run(messages, session, options if self.honours_options else None)
-
-    async def reset(self) -> None:
-        await self.inner.reset()
 
 
 def calculator(agent_id: str = "calc", max_rounds: int = 10) -> ReactAgent:
