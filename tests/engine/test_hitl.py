@@ -109,18 +109,27 @@ async def test_later_questions_of_one_handling_get_their_own_ids_and_keep_earlie
     assert calls.count["ask"] == 3
 
 
-async def test_parallel_branches_get_distinct_ids_and_an_answered_branch_is_not_rerun() -> None:
-    async def ask(message: Any, ctx: NodeContext) -> None:
-        answer = await ctx.request_info(ctx.node_id)
-        await ctx.yield_output((ctx.node_id, answer))
+async def _ask_own_id(message: Any, ctx: NodeContext) -> None:
+    answer = await ctx.request_info(ctx.node_id)
+    await ctx.yield_output((ctx.node_id, answer))
 
-    calls = Calls()
-    workflow = (
+
+def two_askers(calls: Calls) -> Workflow:
+    """start fans out to `left` and `right`, which each ask for their own id and output it."""
+    return (
         WorkflowBuilder("w")
-        .add_fan_out(calls.forward("start"), [calls.node("left", ask), calls.node("right", ask)])
+        .add_fan_out(
+            calls.forward("start"),
+            [calls.node("left", _ask_own_id), calls.node("right", _ask_own_id)],
+        )
         .set_start("start")
         .build()
     )
+
+
+async def test_parallel_branches_get_distinct_ids_and_an_answered_branch_is_not_rerun() -> None:
+    calls = Calls()
+    workflow = two_askers(calls)
     store = MemoryCheckpointStore()
     first = await workflow.run(None, Session(id="s", store=store))
     assert [r.request_id for r in first.requests] == ["left@1#0", "right@1#0"]
@@ -205,17 +214,8 @@ async def test_a_payload_without_a_json_form_fails_its_node_and_asks_nothing() -
 
 
 async def test_resuming_runs_only_handlings_whose_requests_are_all_answered() -> None:
-    async def ask(message: Any, ctx: NodeContext) -> None:
-        answer = await ctx.request_info(ctx.node_id)
-        await ctx.yield_output((ctx.node_id, answer))
-
     calls = Calls()
-    workflow = (
-        WorkflowBuilder("w")
-        .add_fan_out(calls.forward("start"), [calls.node("left", ask), calls.node("right", ask)])
-        .set_start("start")
-        .build()
-    )
+    workflow = two_askers(calls)
     store = MemoryCheckpointStore()
     first = await workflow.run(None, Session(id="s", store=store))
     calls.count.clear()
