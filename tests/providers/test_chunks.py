@@ -55,19 +55,18 @@ def _pieces(text: str, cuts: list[int]) -> list[str]:
     return [text[a:b] for a, b in itertools.pairwise(points)]
 
 
+_CALLS = st.lists(
+    st.tuples(st.from_regex(r"[a-z_]{1,12}", fullmatch=True), st.text(min_size=0, max_size=60)),
+    min_size=1,
+    max_size=3,
+)
+"""One to three tool calls: (name, arguments text)."""
+
+
 @st.composite
 def _interleaved_calls(draw: st.DrawFn) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
     """Some tool calls, and a chunk sequence streaming them with interleaved argument pieces."""
-    calls = draw(
-        st.lists(
-            st.tuples(
-                st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
-                st.text(min_size=0, max_size=60),
-            ),
-            min_size=1,
-            max_size=3,
-        )
-    )
+    calls = draw(_CALLS)
     queues: list[list[dict[str, Any]]] = []
     for index, (name, arguments) in enumerate(calls):
         cuts = draw(st.lists(st.integers(0, len(arguments)), max_size=8))
@@ -95,16 +94,7 @@ def _calls_told_apart_by_id(
 ) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
     """Tool calls streamed one after another, each with its index, index 0 or no index on all
     its deltas, and its id on its first delta (and maybe repeated on later ones)."""
-    calls = draw(
-        st.lists(
-            st.tuples(
-                st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
-                st.text(min_size=0, max_size=60),
-            ),
-            min_size=1,
-            max_size=3,
-        )
-    )
+    calls = draw(_CALLS)
     style = draw(st.sampled_from(["index", "zero"]))
     chunks: list[dict[str, Any]] = []
     for position, (name, arguments) in enumerate(calls):
