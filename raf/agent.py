@@ -282,8 +282,7 @@ async def invoke_agent(
     usage = Usage()
     options = ctx.options if tracker is None else _with_budget_left(ctx.options, tracker)
     run = agent.run(messages, Session(store=ctx.session.store), options)
-    charged = Usage()  # the tokens of this agent's calls charged to the run so far
-    rounds = 0
+    rounds = 0  # usage items charged to the run, one model call each (tokens: `usage`)
     crossed: BudgetExceeded | None = None
     try:
         async with run as stream:
@@ -296,7 +295,6 @@ async def invoke_agent(
                 if tracker is not None and update.type == "usage":
                     # An agent that ignores RunOptions.budget is still held to it here.
                     rounds += 1
-                    charged = charged + update
                     try:
                         tracker.charge_round(prefix + update.path)
                         tracker.charge_tokens(update.total_tokens, prefix + update.path)
@@ -313,7 +311,7 @@ async def invoke_agent(
         if exc.kind == "rounds":
             tracker.rounds += max(0, int(exc.used) - rounds)
             raise tracker.exceeded("rounds", path) from exc
-        tracker.tokens += max(0, int(exc.used) - charged.total_tokens)
+        tracker.tokens += max(0, int(exc.used) - usage.total_tokens)
         raise tracker.exceeded("tokens", path) from exc
     except AgentError as exc:
         # The agent's own run names paths from itself; the stream names them from the root.
