@@ -36,6 +36,7 @@ from raf.errors import ProviderError as ProviderError
 from raf.errors import QuorumNotReached as QuorumNotReached
 from raf.errors import RunTimeout as RunTimeout
 from raf.errors import SchemaValidationError as SchemaValidationError
+from raf.errors import SessionBusy as SessionBusy
 from raf.errors import ToolError as ToolError
 from raf.errors import WorkflowError as WorkflowError
 from raf.function_agent import FunctionAgent as FunctionAgent
@@ -203,6 +204,7 @@ __all__ = [
     "SchemaValidationError",
     "SequentialBuilder",
     "Session",
+    "SessionBusy",
     "SqliteCheckpointStore",
     "Step",
     "TextContent",

@@ -64,8 +64,22 @@ class ProducerStream(Generic[T, R]):
             raise RuntimeError(f"a {type(self).__name__} runs once; start a new one to run again")
         self._state = "started"
 
+    async def _admit(self) -> None:
+        """Called once before the body starts (it may wait, or raise to refuse the run)."""
+
+    def _dismiss(self) -> None:
+        """Called when the body has ended, or will not run; may be called more than once."""
+
     async def __aenter__(self) -> AsyncIterator[T]:
         self._claim()
+        await self._admit()
+        try:
+            return await self._start()
+        except BaseException:
+            self._dismiss()
+            raise
+
+    async def _start(self) -> AsyncIterator[T]:
         send, receive = anyio.create_memory_object_stream[T](STREAM_BUFFER)
         self._receive = receive
         tg = anyio.create_task_group()
@@ -96,6 +110,7 @@ class ProducerStream(Generic[T, R]):
                 raise
         finally:
             receive.close()
+            self._dismiss()
         if single is not None:
             raise single
         return None
@@ -117,6 +132,8 @@ class ProducerStream(Generic[T, R]):
                 self.result = await self._body(hand_over)
             except Exception as exc:
                 self._error = unwrap_group(exc)
+            finally:
+                self._dismiss()
         self._state = "finished"
 
     def _take_error(self) -> BaseException | None:

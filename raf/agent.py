@@ -16,17 +16,16 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from raf.budget import Budget, BudgetTracker
-from raf.errors import AgentError, BudgetExceeded, RunTimeout
+from raf.errors import AgentError, BudgetExceeded, RunTimeout, SessionBusy
 from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_adapter
 from raf.run import AgentRun as AgentRun
 from raf.run import Emit, RunContext
@@ -82,13 +81,22 @@ class RunOptions(BaseModel):
     budget: Budget | None = None
     """Limits on the whole tree's tokens, model calls and seconds."""
     metadata: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())
-    """Free-form data for your own agents and tools."""
+    """Free-form data for your own agents and tools; each run gets its own copy."""
+    on_busy: Literal["reject", "wait"] = "reject"
+    """What a run does when another top-level run of its session is in progress: raise
+    `SessionBusy` (`reject`), or queue behind it, first come first served (`wait`)."""
 
 
-@functools.cache
 def default_options() -> RunOptions:
-    """The `RunOptions()` runs use when given none (built on first use: import stays fast)."""
+    """A new `RunOptions()`, for a run given none (never shared: its metadata is the run's)."""
     return RunOptions()
+
+
+def options_of_run(options: RunOptions | None) -> RunOptions:
+    """The options one run uses: `options` with a metadata dict of the run's own."""
+    if options is None:
+        return RunOptions()
+    return options.model_copy(update={"metadata": dict(options.metadata)})
 
 
 @runtime_checkable
@@ -209,7 +217,7 @@ class BaseAgent(ABC):
         """Start a run of this agent; see `IAgent.run`."""
         new_messages = as_messages(messages)
         run_session = session if session is not None else self._default_session
-        run_options = options if options is not None else default_options()
+        run_options = options_of_run(options)
 
         async def body(emit: Emit) -> AgentResponse:
             budget = run_options.budget
@@ -242,7 +250,15 @@ class BaseAgent(ABC):
                 path=ctx.path,
             )
 
-        return AgentRun(body)
+        async def admit() -> Callable[[], None]:
+            writer = run_session.writer
+            if run_options.on_busy == "wait":
+                await writer.claim()
+            elif not writer.try_claim():
+                raise SessionBusy(run_session.id, path=(self._id,))
+            return writer.release
+
+        return AgentRun(body, admit)
 
     async def invoke_turn(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
         """Run one turn as the root of a run: prepend the session's history, then save it."""

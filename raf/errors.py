@@ -9,7 +9,8 @@
     ├── BudgetExceeded              a Budget of tokens, rounds or seconds was crossed
     ├── RunTimeout                  RunOptions.timeout elapsed
     ├── ProviderError               the model endpoint failed after retries
-    └── ToolError                   a tool could not be defined or called
+    ├── ToolError                   a tool could not be defined or called
+    └── SessionBusy                 another run of the session is in progress
     GraphValidationError(ValueError)    a workflow is ill-formed at build time
 
 Example:
@@ -119,6 +120,23 @@ class ProviderError(AgentError):
 
 class ToolError(AgentError):
     """A tool could not be defined, or failed in a way the model cannot recover from."""
+
+
+class SessionBusy(AgentError):
+    """Another top-level run of the session is in progress; wait for it, or pass
+    `RunOptions(on_busy="wait")` to queue behind it.
+
+    Attributes:
+        session_id: the busy session's id.
+    """
+
+    def __init__(self, session_id: str, *, path: AgentPath = ()) -> None:
+        super().__init__(
+            f"session {session_id!r} is busy: another run of it is in progress; wait for that "
+            'run to end, or pass RunOptions(on_busy="wait") to queue this one behind it',
+            path=path,
+        )
+        self.session_id = session_id
 
 
 class GraphValidationError(ValueError):

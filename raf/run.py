@@ -75,6 +75,10 @@ class RunContext:
             self.budget.charge_tokens(tokens, self.path)
 
 
+Admit = Callable[[], Awaitable[Callable[[], None]]]
+"""Claims what a run needs before it starts (its session); returns how to release it."""
+
+
 class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
     """One run of an agent: `async with` it to stream, or `await .collect()`.
 
@@ -85,7 +89,23 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
         ...             print(update.type, update.path)
     """
 
-    __slots__ = ()
+    __slots__ = ("_admission", "_release")
+
+    def __init__(
+        self, body: Callable[[Emit], Awaitable[AgentResponse]], admit: Admit | None = None
+    ) -> None:
+        super().__init__(body)
+        self._admission = admit
+        self._release: Callable[[], None] | None = None
+
+    async def _admit(self) -> None:
+        if self._admission is not None:
+            self._release = await self._admission()
+
+    def _dismiss(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
     misuse = (
         "an AgentRun streams inside its context manager: write "
@@ -102,6 +122,7 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
         """Run to the end, discarding the stream, and return the response."""
         self._claim()
         self._state = "done"
+        await self._admit()
         try:
             response = await self._body(discard)
         except BaseExceptionGroup as group:
@@ -110,5 +131,7 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
             if single is group:
                 raise
             raise single from None
+        finally:
+            self._dismiss()
         self.result = response
         return response

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import pydantic_core
 from pydantic import TypeAdapter
 
+from raf._single_writer import SessionWriter
+
 if TYPE_CHECKING:
     from raf.stores.base import CheckpointStore
 
@@ -44,12 +46,14 @@ class Session:
         store: a `CheckpointStore` to checkpoint workflow runs of this session into.
     """
 
-    __slots__ = ("_state", "id", "store")
+    __slots__ = ("_state", "id", "store", "writer")
 
     def __init__(self, id: str | None = None, store: CheckpointStore | None = None) -> None:
         self.id: str = id or uuid.uuid4().hex
         self.store: CheckpointStore | None = store
         self._state: dict[str, Any] = {}
+        self.writer = SessionWriter()
+        """Admits one top-level run at a time (`SessionBusy`, or a queue with `on_busy="wait"`)."""
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, keys={len(self._state)})"

@@ -130,6 +130,8 @@ class ExecutorInvoked(_Item):
     """Messages the node produced (an agent node's response)."""
     value: Any = None
     """The node's structured value, if any."""
+    status: Literal["completed", "waiting"] = "completed"
+    """`waiting` when the node's step ended the turn waiting for a human answer."""
 
 
 class MessageCompleted(_Item):
@@ -187,6 +189,10 @@ class AgentResponse(BaseModel):
     """Usage summed over the whole agent tree."""
     value: Any = None
     """The structured output, when the agent has an output schema."""
+    status: Literal["completed", "waiting"] = "completed"
+    """`waiting` when the run ended waiting for human answers (see `pending`)."""
+    pending: list[RequestInfoUpdate] = Field(default_factory=lambda: list[RequestInfoUpdate]())
+    """The open requests of a waiting run, oldest first; the next `run()` answers them."""
 
     @property
     def text(self) -> str:

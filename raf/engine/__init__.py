@@ -26,10 +26,11 @@ from raf.engine.events import NodeCompleted as NodeCompleted
 from raf.engine.events import NodeFailed as NodeFailed
 from raf.engine.events import NodeInvoking as NodeInvoking
 from raf.engine.events import NodeStreaming as NodeStreaming
+from raf.engine.events import NodeWaiting as NodeWaiting
 from raf.engine.events import RequestInfo as RequestInfo
 from raf.engine.events import SuperstepCompleted as SuperstepCompleted
-from raf.engine.events import WorkflowError as WorkflowError
 from raf.engine.events import WorkflowEvent as WorkflowEvent
+from raf.engine.events import WorkflowFailed as WorkflowFailed
 from raf.engine.events import WorkflowOutput as WorkflowOutput
 from raf.engine.executors import AgentExecutor as AgentExecutor
 from raf.engine.executors import Executor as Executor
@@ -54,13 +55,14 @@ __all__ = [
     "NodeInvoking",
     "NodeRef",
     "NodeStreaming",
+    "NodeWaiting",
     "RequestInfo",
     "RunStatus",
     "SuperstepCompleted",
     "Workflow",
     "WorkflowAgent",
     "WorkflowBuilder",
-    "WorkflowError",
+    "WorkflowFailed",
     "WorkflowEvent",
     "WorkflowOutput",
     "WorkflowResult",

@@ -4,7 +4,7 @@ A run reports events to a sink (`async def on_event(event)`); `Workflow.run_stre
 to a consumer through one bounded stream and `Workflow.run` collects them. Events are plain
 dataclasses, not pydantic models, because the engine makes several per node.
 
-Note that `WorkflowError` here is the *event* reporting a failed run; the exception a
+`WorkflowFailed` is the *event* reporting a failed run; the exception a
 `WorkflowAgent` raises is `raf.errors.WorkflowError`.
 
 Example:
@@ -25,9 +25,10 @@ __all__ = [
     "NodeFailed",
     "NodeInvoking",
     "NodeStreaming",
+    "NodeWaiting",
     "RequestInfo",
     "SuperstepCompleted",
-    "WorkflowError",
+    "WorkflowFailed",
     "WorkflowEvent",
     "WorkflowOutput",
 ]
@@ -57,6 +58,15 @@ class NodeCompleted:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeWaiting:
+    """A node's handling stopped to wait for human answers (`request_ids`); it re-runs from
+    its start when they come."""
+
+    node_id: str
+    request_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class NodeFailed:
     """A node raised `error`; the run fails after this event."""
 
@@ -73,7 +83,7 @@ class WorkflowOutput:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkflowError:
+class WorkflowFailed:
     """The run failed with `error` (the last event of a failed run)."""
 
     error: BaseException
@@ -108,9 +118,10 @@ WorkflowEvent: TypeAlias = (
     NodeInvoking
     | NodeStreaming
     | NodeCompleted
+    | NodeWaiting
     | NodeFailed
     | WorkflowOutput
-    | WorkflowError
+    | WorkflowFailed
     | SuperstepCompleted
     | CheckpointSaved
     | RequestInfo

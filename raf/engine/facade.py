@@ -5,7 +5,7 @@
 | `NodeInvoking`         | `ExecutorInvoking(executor_id)`                                |
 | `NodeStreaming(item)`  | the item, its path prefixed with the workflow agent's path     |
 | `NodeCompleted`        | `ExecutorInvoked(executor_id, messages, value)`                |
-| `NodeFailed`, `WorkflowError` | raises `raf.errors.WorkflowError` (an `AgentError` from a node propagates as itself) |
+| `NodeFailed`, `WorkflowFailed` | raises `raf.errors.WorkflowError` (an `AgentError` from a node propagates as itself) |
 | `WorkflowOutput`       | the response's messages (`ChatMessage` / list / `AgentResponse`) or value |
 | `RequestInfo`          | `RequestInfoUpdate(request_id, payload)`; the run ends waiting  |
 
@@ -25,10 +25,11 @@ from raf.engine.events import (
     NodeFailed,
     NodeInvoking,
     NodeStreaming,
+    NodeWaiting,
     RequestInfo,
     SuperstepCompleted,
-    WorkflowError,
     WorkflowEvent,
+    WorkflowFailed,
 )
 from raf.engine.runner import NestedRun, Runner
 from raf.engine.state import RunState
@@ -42,8 +43,7 @@ from raf.engine.waiting import (
     open_requests,
     saved_running,
 )
-from raf.errors import AgentError
-from raf.errors import WorkflowError as WorkflowFailure
+from raf.errors import AgentError, WorkflowError
 from raf.messages import ChatMessage
 from raf.run import RunContext
 from raf.updates import (
@@ -182,7 +182,19 @@ class WorkflowAgent(BaseAgent):
         elif kept is not None:
             session.pop(key)
         usage = Usage(input_tokens=runner.input_tokens, output_tokens=runner.output_tokens)
-        return _response(state, usage)
+        response = _response(state, usage)
+        if status != "waiting":
+            return response
+        pending = [
+            RequestInfoUpdate(
+                request_id=r.request_id,
+                payload=r.payload,
+                path=tuple(r.request_id.split("/")[:-1]),
+            )
+            for r in state.requests
+            if r.request_id not in state.answers
+        ]
+        return response.model_copy(update={"status": "waiting", "pending": pending})
 
     @staticmethod
     def _nested(ctx: RunContext) -> NestedRun | None:
@@ -223,6 +235,11 @@ class _AgentSink:
             await self._completed(event)
         elif kind is SuperstepCompleted:
             return
+        elif kind is NodeWaiting:
+            assert isinstance(event, NodeWaiting)
+            await self.emit(
+                ExecutorInvoked(executor_id=event.node_id, status="waiting", path=self.path)
+            )
         elif kind is NodeStreaming:
             assert isinstance(event, NodeStreaming)
             update = event.update
@@ -235,8 +252,8 @@ class _AgentSink:
             await self.emit(
                 RequestInfoUpdate(request_id=request_id, payload=event.payload, path=path)
             )
-        elif kind is NodeFailed or kind is WorkflowError:
-            assert isinstance(event, NodeFailed | WorkflowError)
+        elif kind is NodeFailed or kind is WorkflowFailed:
+            assert isinstance(event, NodeFailed | WorkflowFailed)
             if self.error is None:
                 self.error = event.error
                 self.error_node = event.node_id
@@ -268,7 +285,7 @@ class _AgentSink:
         node = self.error_node or (self.path[-1] if self.path else "?")
         if isinstance(error, AgentError):
             return error.with_path(self.path)
-        failure = WorkflowFailure(node, error, path=self.path)
+        failure = WorkflowError(node, error, path=self.path)
         failure.__cause__ = error
         return failure
 

@@ -32,14 +32,15 @@ from raf.engine.events import (
     NodeCompleted,
     NodeFailed,
     NodeInvoking,
+    NodeWaiting,
     RequestInfo,
     SuperstepCompleted,
-    WorkflowError,
     WorkflowEvent,
+    WorkflowFailed,
 )
 from raf.engine.state import PendingRequest, RunState, RunStatus, Suspension
 from raf.engine.waiting import CHECKPOINTER, ENGINE_ROOT, RESPONSES, clear_running, keep_running
-from raf.errors import WorkflowError as WorkflowFailure
+from raf.errors import WorkflowError
 from raf.run import RunContext
 from raf.session import Session
 
@@ -277,7 +278,7 @@ class Runner:
         if self.failure is not None:
             node_id, error = self.failure
             await self.sink(NodeFailed(node_id, error))
-            await self.sink(WorkflowError(error, node_id=node_id))
+            await self.sink(WorkflowFailed(error, node_id=node_id))
             return "failed"
         if resumed:
             # Handlings still waiting did not run: their open requests are reported again.
@@ -353,6 +354,7 @@ class Runner:
                 for wait in waits
                 for request_id, payload in wait.requests
             ]
+            await sink(NodeWaiting(node_id, tuple(r.request_id for r in work.requests)))
             return work
         return work
 
@@ -434,7 +436,7 @@ class Runner:
             )
             await nested.root.checkpoint_within()
         except CheckpointValueError as exc:
-            await self.sink(WorkflowError(exc, node_id=exc.node_id))
+            await self.sink(WorkflowFailed(exc, node_id=exc.node_id))
             return "failed"
         return None
 
@@ -456,14 +458,14 @@ class Runner:
                 state=self.state,
             )
         except CheckpointValueError as exc:
-            await self.sink(WorkflowError(exc, node_id=exc.node_id))
+            await self.sink(WorkflowFailed(exc, node_id=exc.node_id))
             return "failed"
         await self.sink(CheckpointSaved(checkpoint_id, superstep=index))
         return None
 
     async def _exceeded(self, bound: int) -> RunStatus:
         nodes = list(self.state.pending)
-        error = WorkflowFailure(
+        error = WorkflowError(
             nodes[0],
             message=(
                 f"workflow {self.workflow.id!r} reached its bound of {bound} supersteps with "
@@ -471,7 +473,7 @@ class Runner:
                 "make the cycle end"
             ),
         )
-        await self.sink(WorkflowError(error, node_id=nodes[0]))
+        await self.sink(WorkflowFailed(error, node_id=nodes[0]))
         return "failed"
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from raf.engine.checkpointing import read_checkpoint
 from raf.engine.edges import Edge, Route
-from raf.engine.events import CheckpointSaved, RequestInfo, WorkflowError, WorkflowEvent
+from raf.engine.events import CheckpointSaved, RequestInfo, WorkflowEvent, WorkflowFailed
 from raf.engine.executors import Executor
 from raf.engine.runner import EventSink, Runner
 from raf.engine.state import RunState, RunStatus
@@ -38,7 +38,7 @@ class WorkflowResult:
     """A finished (or waiting) run: its outputs, every event, and how it ended.
 
     A failed run is returned, not raised: `status == "failed"` and `error` holds the exception
-    (also in the final `WorkflowError` event).
+    (also in the final `WorkflowFailed` event).
 
     Example:
         >>> WorkflowResult(outputs=[3], events=[], status="completed").error is None
@@ -58,7 +58,7 @@ class WorkflowResult:
     def error(self) -> BaseException | None:
         """The error a failed run failed with, else None."""
         for event in reversed(self.events):
-            if isinstance(event, WorkflowError):
+            if isinstance(event, WorkflowFailed):
                 return event.error
         return None
 
@@ -241,7 +241,7 @@ class Workflow:
     def run_stream(self, input: Any, session: Session | None = None) -> WorkflowStream:
         """Start a run on `input` and stream its events: `async with ... as events`.
 
-        Node failures arrive as `NodeFailed` and `WorkflowError` events (nothing is raised).
+        Node failures arrive as `NodeFailed` and `WorkflowFailed` events (nothing is raised).
         Checkpoints go to `session.store` when there is one.
         """
         return WorkflowStream(lambda sink: self._start_run(input, session, sink))

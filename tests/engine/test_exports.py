@@ -12,11 +12,13 @@ def test_every_public_name_imports_and_is_documented() -> None:
             assert inspect.getdoc(value), f"raf.engine.{name} has no docstring"
 
 
-def test_the_event_named_workflow_error_is_not_the_exception() -> None:
+def test_the_failure_event_and_the_exception_have_different_names() -> None:
+    import raf
     import raf.errors
 
-    assert raf.engine.WorkflowError is not raf.errors.WorkflowError
-    assert not issubclass(raf.engine.WorkflowError, BaseException)
+    assert not issubclass(raf.engine.WorkflowFailed, BaseException)
+    assert not hasattr(raf.engine, "WorkflowError")
+    assert raf.WorkflowError is raf.errors.WorkflowError
 
 
 def test_with_kind_returns_a_copy() -> None:

@@ -15,8 +15,8 @@ from raf.engine import (
     SuperstepCompleted,
     Workflow,
     WorkflowBuilder,
-    WorkflowError,
     WorkflowEvent,
+    WorkflowFailed,
     WorkflowOutput,
 )
 from raf.errors import WorkflowError as WorkflowFailure
@@ -167,7 +167,7 @@ async def test_a_failing_node_cancels_its_sibling_promptly() -> None:
     failed, error = result.events[-2:]
     assert isinstance(failed, NodeFailed) and failed.node_id == "bad"
     assert isinstance(failed.error, RuntimeError) and str(failed.error) == "boom"
-    assert isinstance(error, WorkflowError) and error.error is failed.error
+    assert isinstance(error, WorkflowFailed) and error.error is failed.error
     assert error.node_id == "bad"
     assert result.error is failed.error
     assert calls.count["after"] == 0
@@ -181,7 +181,7 @@ async def test_run_stream_reports_failures_as_events_without_raising() -> None:
     workflow = WorkflowBuilder("w").add_executor(Calls().node("a", fail)).set_start("a").build()
     async with workflow.run_stream(None) as events:
         seen = [event async for event in events]
-    assert kinds(seen) == [("NodeInvoking", "a"), ("NodeFailed", "a"), ("WorkflowError", "a")]
+    assert kinds(seen) == [("NodeInvoking", "a"), ("NodeFailed", "a"), ("WorkflowFailed", "a")]
 
 
 async def test_a_single_exception_group_from_a_node_is_unwrapped() -> None:
