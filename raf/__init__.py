@@ -21,11 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from raf.agent import AgentMetadata as AgentMetadata
 from raf.agent import AgentRun as AgentRun
-from raf.agent import BaseAgent as BaseAgent
 from raf.agent import IAgent as IAgent
 from raf.agent import RunOptions as RunOptions
 from raf.agent import Session as Session
-from raf.agent import invoke_agent as invoke_agent
 from raf.budget import Budget as Budget
 from raf.errors import AgentError as AgentError
 from raf.errors import BudgetExceeded as BudgetExceeded
@@ -46,7 +44,6 @@ from raf.messages import ReasoningContent as ReasoningContent
 from raf.messages import TextContent as TextContent
 from raf.messages import ToolCallContent as ToolCallContent
 from raf.messages import ToolResultContent as ToolResultContent
-from raf.run import RunContext as RunContext
 from raf.updates import AgentResponse as AgentResponse
 from raf.updates import AgentUpdate as AgentUpdate
 from raf.updates import ExecutorInvoked as ExecutorInvoked
@@ -167,7 +164,6 @@ __all__ = [
     "AgentRun",
     "AgentTree",
     "AgentUpdate",
-    "BaseAgent",
     "Budget",
     "BudgetExceeded",
     "ChatMessage",
@@ -198,7 +194,6 @@ __all__ = [
     "RequestInfoUpdate",
     "RetryPolicy",
     "RoleFn",
-    "RunContext",
     "RunOptions",
     "RunTimeout",
     "SchemaValidationError",
@@ -230,7 +225,6 @@ __all__ = [
     "create_client",
     "create_llm_adapter",
     "create_react_adapter",
-    "invoke_agent",
     "tool",
     "walk",
     "workspace_tools",

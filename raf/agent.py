@@ -30,7 +30,14 @@ from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_a
 from raf.run import AgentRun as AgentRun
 from raf.run import Emit, RunContext
 from raf.session import Session as Session
-from raf.updates import AgentResponse, AgentUpdate, MessageCompleted, Usage
+from raf.updates import (
+    AgentPath,
+    AgentResponse,
+    AgentUpdate,
+    MessageCompleted,
+    RequestInfoUpdate,
+    Usage,
+)
 
 __all__ = [
     "AgentMetadata",
@@ -275,16 +282,24 @@ class BaseAgent(ABC):
 
 
 async def invoke_agent(
-    agent: IAgent, messages: list[ChatMessage], ctx: RunContext
+    agent: IAgent,
+    messages: list[ChatMessage],
+    ctx: RunContext,
+    *,
+    call: str | None = None,
+    session: Session | None = None,
 ) -> AgentResponse:
     """Run `agent` as a child of the agent whose context is `ctx`, forwarding its stream.
 
-    raf agents run in place; any other `IAgent` runs through its public `run()` with a fresh
-    session (the parent passes it the whole conversation), its items re-attributed under
-    `ctx.path`. Such an agent gets what is left of the run's budget, and each `Usage` item it
-    streams is charged to the run as one model call and its tokens; its errors get full paths.
+    raf agents run in place (`call` names the workflow node's call that runs it). Any other
+    `IAgent` runs through its public `run()` on `session` (a fresh one by default: the parent
+    passes it the whole conversation), its items re-attributed under `ctx.path` and its
+    request ids prefixed with that path, so they stay unique in the whole tree. Such an agent
+    gets what is left of the run's budget, and each `Usage` item it streams is charged to the
+    run as one model call and its tokens; its errors get full paths. When it streams a
+    request for a human, its response is `waiting` with those requests pending.
     """
-    child = ctx.child(agent.id)
+    child = ctx.child(agent.id, call)
     if isinstance(agent, BaseAgent):
         try:
             return await agent.invoke(messages, child)
@@ -295,14 +310,21 @@ async def invoke_agent(
     emit = ctx.emit
     tracker = ctx.budget
     finals: list[ChatMessage] = []
+    asked: list[RequestInfoUpdate] = []
     usage = Usage()
     options = ctx.options if tracker is None else _with_budget_left(ctx.options, tracker)
-    run = agent.run(messages, Session(store=ctx.session.store), options)
+    run = agent.run(messages, session or Session(store=ctx.session.store), options)
     rounds = 0  # usage items charged to the run, one model call each (tokens: `usage`)
     crossed: BudgetExceeded | None = None
     try:
         async with run as stream:
             async for update in stream:
+                if update.type == "request_info":
+                    rebased = rebase_request(update, prefix)
+                    asked.append(rebased)
+                    ctx.turn.asked.append(rebased.request_id)
+                    await emit(rebased)
+                    continue
                 if update.type == "message_completed" and update.path == (agent.id,):
                     finals.append(update.message)
                 elif update.type == "usage":
@@ -335,9 +357,28 @@ async def invoke_agent(
         raise
     if crossed is not None:
         raise crossed
-    if run.response is not None:
-        return run.response
-    return AgentResponse(messages=finals, usage=usage)
+    response = run.response
+    if response is None:
+        response = AgentResponse(messages=finals, usage=usage)
+    if response.status == "waiting":
+        pending = [rebase_request(r, prefix) for r in response.pending] or asked
+        return response.model_copy(update={"pending": pending})
+    if asked:
+        # An agent that streams requests but does not say it waits still waits on them.
+        return response.model_copy(update={"status": "waiting", "pending": asked})
+    return response
+
+
+def rebase_request(update: RequestInfoUpdate, prefix: AgentPath) -> RequestInfoUpdate:
+    """`update` as seen from `prefix`: its path and its request id start there."""
+    if not prefix:
+        return update
+    return update.model_copy(
+        update={
+            "path": prefix + update.path,
+            "request_id": "/".join(prefix) + "/" + update.request_id,
+        }
+    )
 
 
 def _with_budget_left(options: RunOptions, tracker: BudgetTracker) -> RunOptions:

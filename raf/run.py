@@ -1,4 +1,5 @@
-"""`AgentRun` (the handle `IAgent.run` returns) and `RunContext` (what a run hands its agents).
+"""`AgentRun` (the handle `IAgent.run` returns), `RunContext` (what a run hands its agents) and
+`Turn` (what the whole tree of one run shares).
 
 A run's work happens in a task group owned by `AgentRun.__aenter__`; its updates reach the
 consumer through one bounded memory stream, so a slow consumer back-pressures the producers and
@@ -24,6 +25,7 @@ from raf.updates import AgentPath, AgentResponse, AgentUpdate
 if TYPE_CHECKING:
     from raf.agent import RunOptions
     from raf.budget import BudgetTracker
+    from raf.engine.protocol import RootRun
     from raf.session import Session
 
 Emit = Callable[[AgentUpdate], Awaitable[None]]
@@ -35,12 +37,29 @@ async def discard(update: AgentUpdate) -> None:
 
 
 @dataclass(slots=True)
+class Turn:
+    """What one top-level run shares with every layer of its agent tree.
+
+    The root of the run creates it; nested agents get the same object through their
+    `RunContext`. Every field is typed: nothing travels in a string-keyed dict.
+    """
+
+    answers: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    """Answers to human requests this turn gives, by request id (ids carry full paths)."""
+    asked: list[str] = field(default_factory=lambda: list[str]())
+    """Ids of the requests streamed in this turn, in stream order."""
+    engine: RootRun | None = None
+    """The outermost workflow run of the tree, once one started (only it checkpoints)."""
+
+
+@dataclass(slots=True)
 class RunContext:
     """What an agent gets when it runs inside a run: where it is, and where updates go.
 
     `path` is this agent's path from the agent `run()` was called on; items an agent emits
-    carry it. `session` holds state keyed by path; `extras` carries per-run data that nested
-    layers pass down (answers to human requests, say).
+    carry it. `session` holds state keyed by path; `turn` is shared by the whole run's tree;
+    `call` names the workflow node's call that runs this agent, when a checkpointing engine
+    runs it (so a resumed superstep finds the nested run it kept).
     """
 
     path: AgentPath
@@ -48,17 +67,26 @@ class RunContext:
     options: RunOptions
     emit: Emit
     budget: BudgetTracker | None = None
-    extras: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    turn: Turn = field(default_factory=Turn)
+    call: str | None = None
 
-    def child(self, agent_id: str) -> RunContext:
-        """The context of a direct child agent `agent_id`."""
+    def child(self, agent_id: str, call: str | None = None) -> RunContext:
+        """The context of a direct child agent `agent_id` (run by the node call `call`)."""
         return RunContext(
-            self.path + (agent_id,), self.session, self.options, self.emit, self.budget, self.extras
+            self.path + (agent_id,),
+            self.session,
+            self.options,
+            self.emit,
+            self.budget,
+            self.turn,
+            call,
         )
 
     def with_emit(self, emit: Emit) -> RunContext:
         """The same context sending updates to `emit`."""
-        return RunContext(self.path, self.session, self.options, emit, self.budget, self.extras)
+        return RunContext(
+            self.path, self.session, self.options, emit, self.budget, self.turn, self.call
+        )
 
     def key(self, name: str) -> str:
         """The session key of `name` for this agent."""

@@ -102,6 +102,11 @@ class Session:
         """Replace the state with `data`: JSON from `snapshot`, or values decoded from a checkpoint."""
         self._state = {k: _Raw(v) for k, v in data.items()}
 
+    def merge(self, data: dict[str, Any]) -> None:
+        """Set every key of `data` (as `restore` does), keeping the other keys."""
+        for key, value in data.items():
+            self._state[key] = _Raw(value)
+
     def to_json(self) -> str:
         """Serialize id and state (not the store) as versioned JSON."""
         return json.dumps(

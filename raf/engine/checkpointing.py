@@ -86,6 +86,7 @@ def encode_state(state: RunState, *, outputs: bool = True) -> dict[str, Any]:
                 "node_id": r.node_id,
                 "payload": encode(r.payload, f"the payload of request {r.request_id!r}", r.node_id),
                 "forwarded": r.forwarded,
+                "path": list(r.path),
             }
             for r in state.requests
         ],
@@ -117,7 +118,11 @@ def decode_state(data: dict[str, Any]) -> RunState:
         },
         requests=[
             PendingRequest(
-                r["request_id"], r["node_id"], decode(r["payload"]), bool(r["forwarded"])
+                r["request_id"],
+                r["node_id"],
+                decode(r["payload"]),
+                bool(r["forwarded"]),
+                tuple(str(p) for p in r.get("path", ())),
             )
             for r in data["requests"]
         ],
@@ -158,8 +163,12 @@ async def save_checkpoint(
     scope: tuple[str, ...],
     superstep: int,
     state: RunState,
+    turn: dict[str, Any] | None = None,
 ) -> str:
-    """Save the state after `superstep` to `store`; return the new checkpoint id."""
+    """Save the state after `superstep` to `store`; return the new checkpoint id.
+
+    `turn` is the root agent's turn the run belongs to (see `raf.engine.protocol.TurnRecord`).
+    """
     # Imported here: the stores package is only needed once a run checkpoints.
     from raf.stores.base import Checkpoint
     from raf.stores.ids import new_id
@@ -173,6 +182,8 @@ async def save_checkpoint(
         **encode_state(state),
         "session": session_snapshot(session),
     }
+    if turn is not None:
+        data["turn"] = turn
     checkpoint = Checkpoint(
         id=new_id(),
         session_id=session.id,

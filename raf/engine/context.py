@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from raf.agent import default_options, invoke_agent
+from raf.agent import default_options
 from raf.engine.codec import encode
 from raf.engine.edges import Outbox
 from raf.engine.events import NodeStreaming, WorkflowOutput
 from raf.engine.state import PendingRequest, Suspension
-from raf.engine.waiting import CHECKPOINTER, clear_waiting, requests_of
 from raf.messages import ChatMessage
 from raf.run import RunContext
 from raf.session import Session
-from raf.updates import AgentResponse, AgentUpdate
+from raf.updates import AgentPath, AgentResponse, AgentUpdate
 
 if TYPE_CHECKING:
     from raf.agent import IAgent
@@ -33,8 +32,8 @@ class Suspended(BaseException):
     A `BaseException`, so `except Exception` in node code does not swallow it.
     """
 
-    def __init__(self, requests: list[tuple[str, Any]], *, forwarded: bool) -> None:
-        super().__init__(", ".join(request_id for request_id, _ in requests))
+    def __init__(self, requests: list[tuple[str, Any, AgentPath]], *, forwarded: bool) -> None:
+        super().__init__(", ".join(request_id for request_id, _, _ in requests))
         self.requests = requests
         self.forwarded = forwarded
 
@@ -49,6 +48,7 @@ class NodeWork:
         "ordinal",
         "outbox",
         "outputs",
+        "produced",
         "requests",
         "resuming",
         "runner",
@@ -77,6 +77,8 @@ class NodeWork:
         """What the node sent, delivered at the end of the superstep."""
         self.outputs: list[tuple[str, Any]] = []
         """What the node yielded, recorded at the end of the superstep."""
+        self.produced: list[ChatMessage] = []
+        """Messages the node's agents produced (and it yielded), recorded likewise."""
         self.requests: list[PendingRequest] = []
         """Requests of the suspended handling."""
         self.suspension: Suspension | None = None
@@ -159,11 +161,7 @@ class NodeContext:
         if context is None:
             runner = self._work.runner
             context = RunContext(
-                runner.scope,
-                runner.session,
-                default_options(),
-                self._stream,
-                extras=runner.extras,
+                runner.scope, runner.session, default_options(), self._stream, turn=runner.turn
             )
             self._run_context = context
         return context
@@ -196,6 +194,10 @@ class NodeContext:
         """
         work = self._work
         work.outputs.append((work.node_id, value))
+        produced = work.produced
+        for message in _messages_of(value):
+            if not any(message is known for known in produced):
+                produced.append(message)
         await work.runner.sink(WorkflowOutput(value, node_id=work.node_id))
 
     async def emit(self, update: AgentUpdate) -> None:
@@ -228,50 +230,55 @@ class NodeContext:
         # The run keeps the payload to resume: one with no JSON form fails this node now,
         # before the request is reported.
         encode(payload, f"the payload of request {request_id!r}", work.node_id)
-        raise Suspended([(request_id, payload)], forwarded=False)
+        raise Suspended([(request_id, payload, runner.scope)], forwarded=False)
 
     async def invoke_agent(self, agent: IAgent, messages: list[ChatMessage]) -> AgentResponse:
         """Run `agent` as part of this node, forwarding its stream; wait when it waits.
 
         The agent's usage counts toward the usage of the workflow agent's response.
 
-        When the agent is a workflow agent that ends waiting for a human, this node waits too,
-        on the same request ids; on resume the agent continues from where it stopped. When the
-        run checkpoints, each call is named `"{node}@{superstep}#{n}"`, so a resume that re-runs
+        When the agent (raf's or not) ends waiting for a human, this node waits too, on the
+        same request ids; on resume the agent continues from where it stopped. When the run
+        checkpoints, each call is named `"{node}@{superstep}#{n}"`, so a resume that re-runs
         this superstep lets the same call of a nested workflow continue from its kept state.
         """
+        from raf.engine.protocol import invoke_child
+
         context = self.run_context
         work = self._work
         runner = work.runner
-        # The context's path is the workflow's scope, so this is `pending_key(path + (id,))`.
-        path = f"{runner.prefix}{agent.id}"
-        key = path + "#pending"
-        session = context.session
-        if not work.resuming and session.get(key) is not None:
-            clear_waiting(session, (*context.path, agent.id))
-        checkpointer: Runner | None = context.extras.get(CHECKPOINTER)
-        if checkpointer is None:
-            response = await invoke_agent(agent, messages, context)
-        else:
+        call: str | None = None
+        engine = context.turn.engine
+        if engine is not None and engine.checkpoints:
             # Named like a request id: the same call gets the same name when a resume re-runs
             # this superstep, so a nested workflow agent finds the state it kept for it.
             call = f"{work.node_id}@{work.superstep}#{work.calls}"
             work.calls += 1
-            within = runner.nested
-            checkpointer.calls[path] = call if within is None else f"{within.call}/{call}"
-            try:
-                response = await invoke_agent(agent, messages, context)
-            finally:
-                checkpointer.calls.pop(path, None)
+            if runner.call is not None:
+                call = f"{runner.call}/{call}"
+        response = await invoke_child(agent, messages, context, call=call, fresh=not work.resuming)
         # The run's usage is counted here, once per agent call, whatever the node does with
         # the response (a nested workflow's response already sums its own tree).
         usage = response.usage
         runner.input_tokens += usage.input_tokens
         runner.output_tokens += usage.output_tokens
-        waiting = session.get(key)
-        if waiting is not None:
-            raise Suspended(requests_of(waiting), forwarded=True)
+        work.produced.extend(response.messages)
+        if response.status == "waiting":
+            raise Suspended(
+                [(r.request_id, r.payload, r.path) for r in response.pending], forwarded=True
+            )
         return response
 
     async def _stream(self, update: AgentUpdate) -> None:
         await self._work.runner.sink(NodeStreaming(self._work.node_id, update))
+
+
+def _messages_of(value: Any) -> list[ChatMessage]:
+    if isinstance(value, ChatMessage):
+        return [value]
+    if isinstance(value, AgentResponse):
+        return list(value.messages)
+    if type(value) is list:
+        items = cast(list[Any], value)
+        return [item for item in items if isinstance(item, ChatMessage)]
+    return []

@@ -112,6 +112,8 @@ class RequestInfo:
     request_id: str
     payload: Any
     node_id: str = field(default="", kw_only=True)
+    path: tuple[str, ...] = field(default=(), kw_only=True)
+    """The agent path of the workflow that asked (`()` for a workflow run directly)."""
 
 
 WorkflowEvent: TypeAlias = (

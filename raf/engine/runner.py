@@ -6,29 +6,23 @@ in node order at the end of the superstep, so delivery does not depend on schedu
 node cancels its siblings; a node that asks a human suspends, and the run ends waiting after
 the superstep. Events go to a sink callback, with no stream in between.
 
-Only the outermost runner of a run saves checkpoints. A nested workflow's runner keeps its
-state in the session after each of its supersteps and has the root save one then, holding the
-root's state as of the start of its superstep in progress; resuming from it re-runs that
-superstep, and the nested workflow continues from its kept state.
+After each superstep the runner calls its `Progress` (checkpoints and nested runs' kept
+state belong to `raf.engine.protocol`, which makes it): the runner only schedules supersteps.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import anyio.lowlevel
 
 from raf._streaming import unwrap_group as unwrap
-from raf.engine.checkpointing import save_checkpoint
-from raf.engine.codec import CheckpointValueError
 from raf.engine.context import NodeContext, NodeWork, Suspended
 from raf.engine.edges import FanIn, Outbox
 from raf.engine.events import (
-    CheckpointSaved,
     NodeCompleted,
     NodeFailed,
     NodeInvoking,
@@ -39,15 +33,15 @@ from raf.engine.events import (
     WorkflowFailed,
 )
 from raf.engine.state import PendingRequest, RunState, RunStatus, Suspension
-from raf.engine.waiting import CHECKPOINTER, ENGINE_ROOT, RESPONSES, clear_running, keep_running
 from raf.errors import WorkflowError
-from raf.run import RunContext
+from raf.messages import ChatMessage
+from raf.run import RunContext, Turn
 from raf.session import Session
 
 if TYPE_CHECKING:
     from raf.engine.workflow import Workflow
 
-__all__ = ["EventSink", "NestedRun", "Runner", "unwrap"]
+__all__ = ["EventSink", "Progress", "Runner", "unwrap"]
 
 EventSink = Callable[[WorkflowEvent], Awaitable[None]]
 """Receives each event of a run, in order; awaited (so it may back-pressure the run)."""
@@ -59,16 +53,17 @@ _Job = tuple[str, list[Any], int, int, bool]
 """(node id, messages, superstep, first request ordinal, resuming)"""
 
 
-@dataclass(frozen=True, slots=True)
-class NestedRun:
-    """Where a nested workflow's run keeps its state, for which call, and who checkpoints it."""
+class Progress(Protocol):
+    """What happens after each superstep: a checkpoint, or a nested run's state kept."""
 
-    key: str
-    """The session key (`"{agent path}#running"`)."""
-    call: str
-    """The parent's call that runs it (`"{node}@{superstep}#{n}"`, after the parent's own)."""
-    root: Runner
-    """The outermost runner, which saves the checkpoints."""
+    @property
+    def keeps_start(self) -> bool:
+        """Whether the runner keeps its state as of each superstep's start (`Runner.start`)."""
+        ...
+
+    async def saved(self, runner: Runner, index: int) -> RunStatus | None:
+        """Superstep `index` ended; return `"failed"` to end the run (after reporting why)."""
+        ...
 
 
 class Runner:
@@ -83,23 +78,22 @@ class Runner:
             request ids and node state keys.
         agent_context: the `RunContext` when the workflow runs as an agent; streamed items
             then go straight to its `emit`.
-        checkpoints: save a checkpoint to `session.store` after each superstep (the outermost
-            runner of a run only).
-        nested: for a nested workflow whose root checkpoints, where to keep its state.
+        turn: what the run's tree shares, when the workflow runs directly.
+        progress: called after each superstep (checkpoints, a nested run's kept state).
+        call: the parent node's call that runs this (nested) workflow, when checkpointing.
     """
 
     __slots__ = (
         "_scope",
         "_yielded",
         "agent_context",
-        "calls",
-        "checkpoints",
-        "extras",
+        "call",
         "failure",
         "input_tokens",
-        "nested",
         "output_tokens",
         "prefix",
+        "produced",
+        "progress",
         "routes",
         "scope",
         "session",
@@ -107,6 +101,7 @@ class Runner:
         "start",
         "state",
         "successors",
+        "turn",
         "workflow",
     )
 
@@ -119,8 +114,9 @@ class Runner:
         *,
         scope: tuple[str, ...] = (),
         agent_context: RunContext | None = None,
-        checkpoints: bool = False,
-        nested: NestedRun | None = None,
+        turn: Turn | None = None,
+        progress: Progress | None = None,
+        call: str | None = None,
     ) -> None:
         self.workflow = workflow
         self.routes = workflow.routes
@@ -131,17 +127,15 @@ class Runner:
         self.scope = scope
         self.prefix = "/".join(scope) + "/" if scope else ""
         self.agent_context = agent_context
-        self.checkpoints = checkpoints and session.store is not None
-        self.nested = nested
-        self.start: RunState | None = None
-        """The root's state as of the start of the superstep in progress (when checkpointing)."""
-        self.calls: dict[str, str] = {}
-        """The root's record of which call runs each nested workflow agent, by agent path."""
-        self.extras: dict[str, Any] = (
-            agent_context.extras
-            if agent_context is not None
-            else {RESPONSES: state.answers, ENGINE_ROOT: True}
+        self.turn: Turn = (
+            agent_context.turn if agent_context is not None else turn if turn else Turn()
         )
+        self.progress = progress
+        self.call = call
+        self.start: RunState | None = None
+        """The state as of the start of the superstep in progress (when `progress` keeps it)."""
+        self.produced: list[ChatMessage] = []
+        """Messages the agents of this run's nodes produced so far, in node order."""
         self.failure: tuple[str, BaseException] | None = None
         self.input_tokens = 0
         """Input tokens of the agents the nodes ran (through `NodeContext.invoke_agent`)."""
@@ -152,23 +146,13 @@ class Runner:
 
     async def execute(self) -> RunStatus:
         """Run supersteps until no message is pending, a node fails, or requests are pending."""
-        if not self.checkpoints:
-            return await self._execute()
-        # Nested workflow agents find the root here to have their progress checkpointed.
-        extras = self.extras
-        extras[CHECKPOINTER] = self
-        try:
-            return await self._execute()
-        finally:
-            del extras[CHECKPOINTER]
-
-    async def _execute(self) -> RunStatus:
         state = self.state
         if state.suspended:
             status = await self._resume_suspended()
             if status is not None:
                 return status
         bound = self.workflow.max_supersteps
+        keeps_start = self.progress is not None and self.progress.keeps_start
         while state.pending:
             index = state.superstep
             if bound is not None and index >= bound:
@@ -178,7 +162,7 @@ class Runner:
             batch = state.pending
             state.pending = {}
             state.superstep = index + 1
-            if self.checkpoints:
+            if keeps_start:
                 # Nothing below changes these until the superstep's nodes are done.
                 self.start = RunState(
                     index, batch, {}, state.fan_in, [], state.answers, state.outputs
@@ -208,7 +192,7 @@ class Runner:
         suspended = state.suspended
         requests = state.requests
         answers = state.answers
-        if self.checkpoints:
+        if self.progress is not None and self.progress.keeps_start:
             self.start = RunState(
                 state.superstep,
                 state.pending,
@@ -224,11 +208,10 @@ class Runner:
         ready = [(n, s) for n, s in suspended.items() if n not in unanswered]
         if not ready:
             return await self._still_waiting()
-        extras = self.extras
-        responses = extras.get(RESPONSES)
-        if responses is not answers:
-            # Nested workflow agents that run again need every answer, earlier turns' too.
-            extras[RESPONSES] = {**(responses or {}), **answers}
+        # Nested workflow agents that run again need every answer, earlier turns' too.
+        shared = self.turn.answers
+        for request_id, value in answers.items():
+            shared.setdefault(request_id, value)
         jobs: list[_Job] = [(n, s.messages, s.superstep, s.ordinal, True) for n, s in ready]
         status = await self._superstep(max(s.superstep for _, s in ready), jobs, resumed=True)
         if not state.suspended:
@@ -240,14 +223,19 @@ class Runner:
         state = self.state
         for request in state.requests:
             if request.request_id not in state.answers:
-                await self.sink(
-                    RequestInfo(request.request_id, request.payload, node_id=request.node_id)
-                )
-        if self.checkpoints:
-            status = await self._checkpoint(state.superstep - 1)
+                await self._report(request)
+        if self.progress is not None:
+            status = await self.progress.saved(self, state.superstep - 1)
             if status is not None:
                 return status
         return "waiting"
+
+    async def _report(self, request: PendingRequest) -> None:
+        await self.sink(
+            RequestInfo(
+                request.request_id, request.payload, node_id=request.node_id, path=request.path
+            )
+        )
 
     async def _superstep(
         self, index: int, jobs: list[_Job], *, resumed: bool = False
@@ -264,8 +252,11 @@ class Runner:
         state = self.state
         asked = len(state.requests)
         touched: list[FanIn] = []
+        produced = self.produced
         for work in works:
             # Node order, not completion order: nothing here depends on scheduling.
+            if work.produced:
+                produced.extend(work.produced)
             if work.outputs:
                 state.outputs.extend(work.outputs)
             if work.suspension is not None:
@@ -284,24 +275,16 @@ class Runner:
             # Handlings still waiting did not run: their open requests are reported again.
             for request in state.requests[:asked]:
                 if request.request_id not in state.answers:
-                    await self.sink(
-                        RequestInfo(request.request_id, request.payload, node_id=request.node_id)
-                    )
+                    await self._report(request)
         for request in state.requests[asked:]:
-            # A nested workflow agent already put its own requests on the agent stream.
+            # A nested agent already put its own requests on the agent stream.
             if not (request.forwarded and self.agent_context is not None):
-                await self.sink(
-                    RequestInfo(request.request_id, request.payload, node_id=request.node_id)
-                )
+                await self._report(request)
         if self.agent_context is None:
             # An agent's stream has no item for it: skip making one per superstep.
             await self.sink(SuperstepCompleted(index))
-        if self.checkpoints:
-            status = await self._checkpoint(index)
-            if status is not None:
-                return status
-        elif self.nested is not None and not state.requests:
-            status = await self._keep_running()
+        if self.progress is not None:
+            status = await self.progress.saved(self, index)
             if status is not None:
                 return status
         return "waiting" if state.requests else None
@@ -350,9 +333,9 @@ class Runner:
             del outputs[yielded:]
             work.suspension = Suspension(superstep, first_ordinal, messages[position:])
             work.requests = [
-                PendingRequest(request_id, node_id, payload, wait.forwarded)
+                PendingRequest(request_id, node_id, payload, wait.forwarded, path)
                 for wait in waits
-                for request_id, payload in wait.requests
+                for request_id, payload, path in wait.requests
             ]
             await sink(NodeWaiting(node_id, tuple(r.request_id for r in work.requests)))
             return work
@@ -398,70 +381,6 @@ class Runner:
                 state.pending[fan_in.target] = [combined]
             else:
                 queue.append(combined)
-
-    async def checkpoint_within(self) -> None:
-        """Save a checkpoint inside the superstep in progress (a nested workflow finished one
-        of its own): the root's state as of the superstep's start, and the session now.
-
-        Raises:
-            CheckpointValueError: naming what is not serializable.
-        """
-        start = self.start
-        store = self.session.store
-        assert start is not None and store is not None
-        workflow = self.workflow
-        completed = start.superstep - 1
-        checkpoint_id = await save_checkpoint(
-            store,
-            self.session,
-            workflow_id=workflow.id,
-            fingerprint=workflow.fingerprint,
-            scope=self.scope,
-            superstep=completed,
-            state=start,
-        )
-        await self.sink(CheckpointSaved(checkpoint_id, superstep=completed))
-
-    async def _keep_running(self) -> RunStatus | None:
-        """Keep this nested run's state in the session and have the root checkpoint."""
-        nested = self.nested
-        assert nested is not None
-        try:
-            keep_running(
-                self.session,
-                nested.key,
-                call=nested.call,
-                state=self.state,
-                graph=self.workflow.fingerprint,
-            )
-            await nested.root.checkpoint_within()
-        except CheckpointValueError as exc:
-            await self.sink(WorkflowFailed(exc, node_id=exc.node_id))
-            return "failed"
-        return None
-
-    async def _checkpoint(self, index: int) -> RunStatus | None:
-        store = self.session.store
-        assert store is not None
-        workflow = self.workflow
-        # Between supersteps no nested workflow runs: drop states a restored session kept for
-        # calls this run did not make again.
-        clear_running(self.session, self.prefix)
-        try:
-            checkpoint_id = await save_checkpoint(
-                store,
-                self.session,
-                workflow_id=workflow.id,
-                fingerprint=workflow.fingerprint,
-                scope=self.scope,
-                superstep=index,
-                state=self.state,
-            )
-        except CheckpointValueError as exc:
-            await self.sink(WorkflowFailed(exc, node_id=exc.node_id))
-            return "failed"
-        await self.sink(CheckpointSaved(checkpoint_id, superstep=index))
-        return None
 
     async def _exceeded(self, bound: int) -> RunStatus:
         nodes = list(self.state.pending)

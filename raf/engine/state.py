@@ -35,7 +35,9 @@ class PendingRequest:
     node_id: str
     payload: Any
     forwarded: bool = False
-    """True when a nested workflow asked it (and reported it itself)."""
+    """True when a nested agent asked it (and reported it itself)."""
+    path: tuple[str, ...] = ()
+    """The agent path of the workflow that asked (its `RequestInfoUpdate.path`)."""
 
 
 @dataclass(slots=True)

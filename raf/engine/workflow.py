@@ -22,6 +22,7 @@ from raf.engine.executors import Executor
 from raf.engine.runner import EventSink, Runner
 from raf.engine.state import RunState, RunStatus
 from raf.engine.stream import WorkflowStream
+from raf.run import Turn
 from raf.session import Session
 
 if TYPE_CHECKING:
@@ -289,10 +290,14 @@ class Workflow:
     async def _start_run(
         self, input: Any, session: Session | None, sink: EventSink
     ) -> tuple[RunStatus, RunState]:
+        from raf.engine.protocol import RootRun
+
         state = RunState.start(self._start, input)
-        runner = Runner(
-            self, state, sink, session if session is not None else Session(), checkpoints=True
-        )
+        run_session = session if session is not None else Session()
+        root = RootRun(run_session, None)
+        turn = Turn(engine=root)
+        runner = Runner(self, state, sink, run_session, turn=turn, progress=root)
+        root.runner = runner
         return await runner.execute(), state
 
     async def _resume_run(
@@ -303,6 +308,8 @@ class Workflow:
         session: Session | None,
         sink: EventSink,
     ) -> tuple[RunStatus, RunState]:
+        from raf.engine.protocol import RootRun, TurnRecord, finish_resumed_turn, restore_session
+
         checkpoint = await store.load(checkpoint_id)
         state, scope, snapshot = read_checkpoint(
             checkpoint, workflow_id=self._id, fingerprint=self._fingerprint
@@ -316,9 +323,19 @@ class Workflow:
             )
         if session is None:
             session = Session(id=checkpoint.session_id, store=store)
-        session.restore(snapshot)
-        runner = Runner(self, state, sink, session, scope=scope, checkpoints=True)
-        return await runner.execute(), state
+        restore_session(session, snapshot, scope)
+        data = checkpoint.data.get("turn")
+        turn_data = None if data is None else TurnRecord.from_json(data)
+        root = RootRun(session, None if turn_data is None else turn_data[0])
+        order = [r.request_id for r in state.requests]
+        answered = bool(state.answers)
+        turn = Turn(answers=dict(state.answers), engine=root)
+        runner = Runner(self, state, sink, session, scope=scope, turn=turn, progress=root)
+        root.runner = runner
+        status = await runner.execute()
+        if turn_data is not None:
+            finish_resumed_turn(session, turn_data, state, status, answered, order)
+        return status, state
 
 
 def _result(status: RunStatus, state: RunState, events: list[WorkflowEvent]) -> WorkflowResult:
@@ -327,7 +344,7 @@ def _result(status: RunStatus, state: RunState, events: list[WorkflowEvent]) -> 
         events=events,
         status=status,
         requests=tuple(
-            RequestInfo(r.request_id, r.payload, node_id=r.node_id)
+            RequestInfo(r.request_id, r.payload, node_id=r.node_id, path=r.path)
             for r in state.requests
             if r.request_id not in state.answers
         )

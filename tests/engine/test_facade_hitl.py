@@ -67,10 +67,20 @@ async def test_a_plain_text_answer_resumes_the_waiting_run() -> None:
 
 async def test_the_answering_turn_returns_the_completed_response() -> None:
     agent = approval(Calls())
-    waiting = await agent.run("cats").collect()
-    assert waiting.messages == []
-    done = await agent.run("ship it").collect()
+    session = Session()
+    waiting = await agent.run("cats", session).collect()
+    # What its agents produced before it asked; the history shows it until the turn ends.
+    assert [m.text for m in waiting.messages] == ["draft on cats"]
+    assert waiting.status == "waiting"
+    assert [(r.request_id, r.path) for r in waiting.pending] == [("wf/review@2#0", ("wf",))]
+    assert [m.text for m in session.get("wf#history")] == ["cats", "draft on cats"]
+    done = await agent.run("ship it", session).collect()
     assert [m.text for m in done.messages] == ["draft on cats: ship it"]
+    assert (done.status, done.pending) == ("completed", [])
+    # The draft was not part of the workflow's answer: the history ends as an uninterrupted
+    # turn's would, with the answer where it was given.
+    history = [m.text for m in session.get("wf#history")]
+    assert history == ["cats", "ship it", "draft on cats: ship it"]
 
 
 async def test_a_typed_tool_message_answers_that_request() -> None:
@@ -158,7 +168,8 @@ async def test_a_nested_request_is_reported_once_and_answered_from_the_top() -> 
         ("executor_invoked", "wrap", ("outer",)),
     ]
     assert session.keys("") and not [k for k in session.keys("") if k.endswith("#pending")]
-    assert [m.text for m in (await outer.run("again", session).collect()).messages] == []
+    again = await outer.run("again", session).collect()
+    assert again.status == "waiting" and [m.text for m in again.messages] == ["draft on dogs"]
     assert inner_calls.count["intake"] == 2  # a fresh turn runs the inner workflow from its start
     done = await outer.run("yes", session).collect()
     assert done.text == "wrapped: draft on dogs: yes"

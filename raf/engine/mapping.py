@@ -1,0 +1,116 @@
+"""The WorkflowAgent event mapping: engine events onto the agent stream.
+
+| engine                 | agent stream                                                   |
+|------------------------|----------------------------------------------------------------|
+| `NodeInvoking`         | `ExecutorInvoking(executor_id)`                                |
+| `NodeStreaming(item)`  | the item, its path prefixed with the workflow agent's path     |
+| `NodeCompleted`        | `ExecutorInvoked(executor_id, messages, value)`                |
+| `NodeWaiting`          | `ExecutorInvoked(executor_id, status="waiting")`               |
+| `NodeFailed`, `WorkflowFailed` | raises `raf.errors.WorkflowError` (an `AgentError` from a node propagates as itself) |
+| `WorkflowOutput`       | the response's messages (`ChatMessage` / list / `AgentResponse`) or value |
+| `RequestInfo`          | `RequestInfoUpdate(request_id, payload)`; the run ends waiting  |
+
+The engine reports straight into the run's `emit` (no stream in between), and agents inside
+nodes emit their items with their full path already, so nesting adds no copy per item.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeGuard, cast
+
+from raf.engine.events import (
+    NodeCompleted,
+    NodeFailed,
+    NodeInvoking,
+    NodeStreaming,
+    NodeWaiting,
+    RequestInfo,
+    SuperstepCompleted,
+    WorkflowEvent,
+    WorkflowFailed,
+)
+from raf.errors import AgentError, WorkflowError
+from raf.messages import ChatMessage
+from raf.run import RunContext
+from raf.updates import AgentResponse, ExecutorInvoked, ExecutorInvoking, RequestInfoUpdate
+
+__all__ = ["AgentSink", "is_messages"]
+
+
+class AgentSink:
+    """Maps a workflow agent's engine events onto its stream; keeps the failure to raise."""
+
+    __slots__ = ("asked", "emit", "error", "error_node", "path")
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.emit = ctx.emit
+        self.path = ctx.path
+        self.asked = ctx.turn.asked
+        self.error: BaseException | None = None
+        self.error_node: str | None = None
+
+    async def __call__(self, event: WorkflowEvent) -> None:
+        kind = type(event)
+        if kind is NodeStreaming:
+            assert isinstance(event, NodeStreaming)
+            update = event.update
+            await self.emit(update.model_copy(update={"path": self.path + update.path}))
+        elif kind is NodeInvoking:
+            assert isinstance(event, NodeInvoking)
+            await self.emit(ExecutorInvoking(executor_id=event.node_id, path=self.path))
+        elif kind is NodeCompleted:
+            assert isinstance(event, NodeCompleted)
+            await self.emit(_invoked(event, self.path))
+        elif kind is SuperstepCompleted:
+            return
+        elif kind is NodeWaiting:
+            assert isinstance(event, NodeWaiting)
+            await self.emit(
+                ExecutorInvoked(executor_id=event.node_id, status="waiting", path=self.path)
+            )
+        elif kind is RequestInfo:
+            assert isinstance(event, RequestInfo)
+            self.asked.append(event.request_id)
+            await self.emit(
+                RequestInfoUpdate(
+                    request_id=event.request_id, payload=event.payload, path=event.path
+                )
+            )
+        elif kind is NodeFailed or kind is WorkflowFailed:
+            assert isinstance(event, NodeFailed | WorkflowFailed)
+            if self.error is None:
+                self.error = event.error
+                self.error_node = event.node_id
+
+    def failure(self) -> AgentError:
+        """The exception a failed run raises (an `AgentError` from a node as itself)."""
+        error = self.error
+        # A failure outside any node (a session key that cannot be checkpointed) is the
+        # workflow's own.
+        node = self.error_node or (self.path[-1] if self.path else "?")
+        if isinstance(error, AgentError):
+            return error.with_path(self.path)
+        failure = WorkflowError(node, error, path=self.path)
+        failure.__cause__ = error
+        return failure
+
+
+def _invoked(event: NodeCompleted, path: tuple[str, ...]) -> ExecutorInvoked:
+    output = event.output
+    if type(output) is AgentResponse or isinstance(output, AgentResponse):
+        return ExecutorInvoked(
+            executor_id=event.node_id, messages=output.messages, value=output.value, path=path
+        )
+    if is_messages(output):
+        return ExecutorInvoked(executor_id=event.node_id, messages=output, value=None, path=path)
+    return ExecutorInvoked(executor_id=event.node_id, messages=[], value=output, path=path)
+
+
+_ONLY_MESSAGES = {ChatMessage}
+
+
+def is_messages(value: Any) -> TypeGuard[list[ChatMessage]]:
+    """True for a list of messages; `[]` too, so an empty conversation is no value."""
+    if type(value) is not list:
+        return False
+    return not value or set(map(type, cast(list[Any], value))) == _ONLY_MESSAGES
