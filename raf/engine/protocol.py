@@ -494,29 +494,35 @@ def _drop_last(history: list[ChatMessage], stale: list[ChatMessage]) -> list[Cha
     return kept
 
 
+def answer_messages(state: RunState) -> list[ChatMessage]:
+    """The answers a resume gives (`state.answers`), as the history keeps them: user messages,
+    in the order of the requests."""
+    return _answer_messages(state, [r.request_id for r in state.requests])
+
+
 def finish_resumed_turn(
     session: Session,
     turn: tuple[TurnRecord, list[ChatMessage]],
     state: RunState,
     status: RunStatus,
-    answered: bool,
-    order: Sequence[str],
+    answers: list[ChatMessage],
 ) -> None:
     """Write into the history the root agent's turn that `Workflow.resume` finished (or that
-    waits again), as the agent's own turn would have."""
+    waits again, answered by `answers`), as the agent's own turn would have."""
     record, produced = turn
+    order = [r.request_id for r in state.requests]
     if status == "failed":
         return
     history = session.get_as(_key(record.path, "#history"), message_list_adapter) or []
     written = [*history, *record.entered]
     recorded = list(record.recorded)
-    if answered:
+    if answers:
         # The waiting turn's own messages come first, then the answers.
         before = _without(produced, recorded)
-        written += [*before, *_answer_messages(state, order)]
+        written += [*before, *answers]
         recorded += before
     if status == "waiting":
-        session.set(_key(record.path, _WAITING), Waiting(state, list(order), recorded).to_json())
+        session.set(_key(record.path, _WAITING), Waiting(state, order, recorded).to_json())
         messages: list[ChatMessage] = []
     else:
         session.pop(_key(record.path, _WAITING))

@@ -308,7 +308,13 @@ class Workflow:
         session: Session | None,
         sink: EventSink,
     ) -> tuple[RunStatus, RunState]:
-        from raf.engine.protocol import RootRun, TurnRecord, finish_resumed_turn, restore_session
+        from raf.engine.protocol import (
+            RootRun,
+            TurnRecord,
+            answer_messages,
+            finish_resumed_turn,
+            restore_session,
+        )
 
         checkpoint = await store.load(checkpoint_id)
         state, scope, snapshot = read_checkpoint(
@@ -327,14 +333,13 @@ class Workflow:
         data = checkpoint.data.get("turn")
         turn_data = None if data is None else TurnRecord.from_json(data)
         root = RootRun(session, None if turn_data is None else turn_data[0])
-        order = [r.request_id for r in state.requests]
-        answered = bool(state.answers)
+        answers = answer_messages(state)
         turn = Turn(answers=dict(state.answers), engine=root)
         runner = Runner(self, state, sink, session, scope=scope, turn=turn, progress=root)
         root.runner = runner
         status = await runner.execute()
         if turn_data is not None:
-            finish_resumed_turn(session, turn_data, state, status, answered, order)
+            finish_resumed_turn(session, turn_data, state, status, answers)
         return status, state
 
 
