@@ -40,12 +40,17 @@ class FunctionAgent(BaseAgent):
         description: what it does.
 
     Raises:
-        TypeError: `fn` is not callable.
+        TypeError: `fn` is not callable (or comes before the id).
     """
 
     kind: ClassVar[str] = "function"
 
     def __init__(self, id: str, fn: AgentFn, description: str = "") -> None:
+        if callable(id) and isinstance(fn, str):
+            raise TypeError(
+                f"FunctionAgent(id, fn) takes the id first: FunctionAgent({fn!r}, fn), "
+                f"got the function first"
+            )
         super().__init__(id, description=description)
         if not callable(fn):
             fixed = (

@@ -26,3 +26,12 @@ def test_anything_else_not_callable_is_named(fn: object, shown: str) -> None:
     with pytest.raises(TypeError) as raised:
         FunctionAgent("x", fn)  # type: ignore[arg-type]
     assert str(raised.value) == PREFIX + shown
+
+
+def test_swapped_arguments_are_named() -> None:
+    with pytest.raises(TypeError) as raised:
+        FunctionAgent(lambda messages: "hi", "greeter")  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "FunctionAgent(id, fn) takes the id first: FunctionAgent('greeter', fn), "
+        "got the function first"
+    )

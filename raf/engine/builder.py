@@ -34,7 +34,7 @@ from raf.engine.validation import check_graph, check_ids, require_start
 from raf.engine.workflow import Workflow
 from raf.errors import GraphValidationError
 
-__all__ = ["NodeRef", "WorkflowBuilder", "agent_mistake"]
+__all__ = ["NodeRef", "WorkflowBuilder"]
 
 NodeRef: TypeAlias = str | Executor | IAgent
 """A node given by id, by executor, or by agent (wrapped in an `AgentExecutor` once)."""
