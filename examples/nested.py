@@ -3,17 +3,21 @@
 Every token reaches the top-level stream with its full path; usage sums up the whole tree;
 `reset()` clears every session of every agent in it.
 
-Run from the repository root: python -m examples.nested
+Run: python examples/nested.py (or, from the repository root, python -m examples.nested)
 """
 
 from __future__ import annotations
 
 import anyio
 
-from examples._models import provider_for
 from raf import ConcurrentBuilder, ReactAgent, SequentialBuilder, Session, tool
 from raf.messages import ChatMessage
 from raf.testing import Turn, text, tool_calls
+
+if __package__:  # python -m examples.nested
+    from examples._models import provider_for
+else:  # python examples/nested.py
+    from _models import provider_for
 
 
 @tool

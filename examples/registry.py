@@ -1,6 +1,6 @@
 """Discovery: walk a tree, index it in a registry, look agents up by path or id, dump the tree.
 
-Run from the repository root: python -m examples.registry
+Run: python examples/registry.py (or, from the repository root, python -m examples.registry)
 """
 
 from __future__ import annotations

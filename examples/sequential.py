@@ -1,15 +1,19 @@
 """A sequential workflow: a writer drafts, an editor tightens; each sees the conversation so far.
 
-Run from the repository root: python -m examples.sequential
+Run: python examples/sequential.py (or, from the repository root, python -m examples.sequential)
 """
 
 from __future__ import annotations
 
 import anyio
 
-from examples._models import last_text, provider_for
 from raf import ReactAgent, SequentialBuilder
 from raf.testing import text
+
+if __package__:  # python -m examples.sequential
+    from examples._models import last_text, provider_for
+else:  # python examples/sequential.py
+    from _models import last_text, provider_for
 
 
 async def main() -> None:

@@ -17,8 +17,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from raf._lazy import lazy_exports
 from raf.agent import AgentMetadata as AgentMetadata
 from raf.agent import AgentRun as AgentRun
 from raf.agent import IAgent as IAgent
@@ -137,21 +138,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'raf' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 __all__ = [
     "AdapterBinding",

@@ -61,7 +61,9 @@ class ProducerStream(Generic[T, R]):
 
     def _claim(self) -> None:
         if self._state != "new":
-            raise RuntimeError(f"a {type(self).__name__} runs once; start a new one to run again")
+            raise RuntimeError(
+                f"this {type(self).__name__} has run already; start a new one to run again"
+            )
         self._state = "started"
 
     async def _admit(self) -> None:

@@ -15,6 +15,7 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, ClassVar, cast
 
+from raf._describe import describe, short_repr
 from raf.agent import BaseAgent
 from raf.messages import ChatMessage, TextContent
 from raf.run import RunContext
@@ -37,12 +38,30 @@ class FunctionAgent(BaseAgent):
         id: the agent id.
         fn: the callable.
         description: what it does.
+
+    Raises:
+        TypeError: `fn` is not callable (or comes before the id).
     """
 
     kind: ClassVar[str] = "function"
 
     def __init__(self, id: str, fn: AgentFn, description: str = "") -> None:
+        if callable(id) and isinstance(fn, str):
+            raise TypeError(
+                f"FunctionAgent(id, fn) takes the id first: FunctionAgent({fn!r}, fn), "
+                f"got the function first"
+            )
         super().__init__(id, description=description)
+        if not callable(fn):
+            fixed = (
+                f" (for a fixed answer: lambda messages: {short_repr(fn)})"
+                if isinstance(fn, str)
+                else ""
+            )
+            raise TypeError(
+                f"FunctionAgent {id!r}: fn must be a function fn(messages) returning a str or "
+                f"a ChatMessage (or an async generator of str), got {describe(fn)}{fixed}"
+            )
         self._fn = fn
 
     async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:

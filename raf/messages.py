@@ -8,10 +8,12 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from raf._describe import describe, short_repr
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -127,17 +129,43 @@ def as_messages(messages: MessagesInput) -> list[ChatMessage]:
     """Normalize run input into a new list of messages.
 
     Raises:
-        TypeError: when the input is none of the accepted forms.
+        TypeError: when the input is none of the accepted forms, saying what to pass instead.
+
+    Example:
+        >>> as_messages({"role": "user", "content": "hi"})
+        Traceback (most recent call last):
+        TypeError: messages is the dict {'role': 'user', 'content': 'hi'}; pass a str, a ChatMessage or a list of ChatMessage, e.g. ChatMessage.user('hi')
     """
     if isinstance(messages, str):
         return [ChatMessage.user(messages)]
     if isinstance(messages, ChatMessage):
         return [messages]
+    if isinstance(messages, Mapping | bytes | bytearray) or not isinstance(messages, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"messages is {describe(messages)}; {_ACCEPTED} {_suggest(messages)}")
     result = list(messages)
     for i, m in enumerate(result):
         if not isinstance(m, ChatMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
-                f"messages[{i}] is {type(m).__name__}, expected ChatMessage; "
-                "pass a str, a ChatMessage or a sequence of ChatMessage"
+                f"messages[{i}] is {describe(m)}, not a ChatMessage; {_ACCEPTED} "
+                f"[{_suggest(m)}, ...]"
             )
     return result
+
+
+_ACCEPTED = "pass a str, a ChatMessage or a list of ChatMessage, e.g."
+_FACTORIES = ("user", "system", "assistant")
+
+
+def _suggest(value: object) -> str:
+    """A ChatMessage constructor call for `value`: a chat-completions dict or a text."""
+    if isinstance(value, str):
+        return f"ChatMessage.user({short_repr(value)})"
+    if isinstance(value, Mapping):
+        entry = cast(Mapping[object, object], value)
+        role, content = entry.get("role"), entry.get("content")
+        text = short_repr(content) if isinstance(content, str) else "'...'"
+        if role in _FACTORIES:
+            return f"ChatMessage.{role}({text})"
+        if role == "tool":
+            return f"ChatMessage.tool_result(call_id, {text})"
+    return "ChatMessage.user('...')"

@@ -141,6 +141,14 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
         "or `await agent.run(messages).collect()`"
     )
 
+    if not TYPE_CHECKING:  # only at run time: type checkers go on reporting `await agent.run()`
+
+        def __await__(self):
+            raise TypeError(
+                "an AgentRun is not awaitable: write `await agent.run(messages).collect()` for "
+                "the response, or `async with agent.run(messages) as stream:` to stream it"
+            )
+
     @property
     def response(self) -> AgentResponse | None:
         """The collected response, once the run ended without error."""

@@ -58,11 +58,28 @@ async def test_iterating_without_entering_shows_the_async_with_form() -> None:
     assert (await run.collect()).text == "hi"
 
 
+async def test_awaiting_a_run_says_to_collect_it_or_enter_it() -> None:
+    run = FunctionAgent("e", echo).run("hi")
+    with pytest.raises(TypeError) as raised:
+        await run  # type: ignore[misc]
+    assert str(raised.value) == (
+        "an AgentRun is not awaitable: write `await agent.run(messages).collect()` for the "
+        "response, or `async with agent.run(messages) as stream:` to stream it"
+    )
+    assert (await run.collect()).text == "hi"  # the mistake did not use the run up
+
+
 async def test_a_run_starts_once() -> None:
     run = FunctionAgent("e", echo).run("hi")
     await run.collect()
-    with pytest.raises(RuntimeError, match="again"):
+    with pytest.raises(RuntimeError, match=r"^this AgentRun has run already; start a new one"):
         await run.collect()
+
+
+@pytest.mark.parametrize("given", [42, {"role": "user", "content": "hi"}])
+def test_run_refuses_bad_input_at_the_call(given: object) -> None:
+    with pytest.raises(TypeError, match=r"pass a str, a ChatMessage or a list of ChatMessage"):
+        FunctionAgent("e", echo).run(given)  # type: ignore[arg-type]
 
 
 async def test_default_session_continues_the_conversation_and_reset_clears_it() -> None:

@@ -54,8 +54,62 @@ def test_as_messages_accepts_the_three_forms() -> None:
 
 
 def test_as_messages_names_the_bad_item() -> None:
-    with pytest.raises(TypeError, match=r"messages\[1\] is int"):
+    with pytest.raises(TypeError, match=r"messages\[1\] is the int 3, not a ChatMessage"):
         as_messages([ChatMessage.user("x"), 3])  # type: ignore[list-item]
+
+
+ACCEPTED = "pass a str, a ChatMessage or a list of ChatMessage, e.g. "
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (42, "messages is the int 42; " + ACCEPTED + "ChatMessage.user('...')"),
+        (None, "messages is None; " + ACCEPTED + "ChatMessage.user('...')"),
+        (b"hi", "messages is the bytes b'hi'; " + ACCEPTED + "ChatMessage.user('...')"),
+        (
+            {"role": "user", "content": "hi"},
+            "messages is the dict {'role': 'user', 'content': 'hi'}; "
+            + ACCEPTED
+            + "ChatMessage.user('hi')",
+        ),
+        (
+            {"role": "system", "content": "Be brief."},
+            "messages is the dict {'role': 'system', 'content': 'Be brief.'}; "
+            + ACCEPTED
+            + "ChatMessage.system('Be brief.')",
+        ),
+        (
+            {"role": "tool", "content": "4"},
+            "messages is the dict {'role': 'tool', 'content': '4'}; "
+            + ACCEPTED
+            + "ChatMessage.tool_result(call_id, '4')",
+        ),
+        (
+            [{"role": "assistant", "content": "ok"}],
+            "messages[0] is the dict {'role': 'assistant', 'content': 'ok'}, not a ChatMessage; "
+            + ACCEPTED
+            + "[ChatMessage.assistant('ok'), ...]",
+        ),
+        (
+            ["hi", "there"],
+            "messages[0] is the str 'hi', not a ChatMessage; "
+            + ACCEPTED
+            + "[ChatMessage.user('hi'), ...]",
+        ),
+    ],
+)
+def test_as_messages_says_what_to_pass_instead(given: object, message: str) -> None:
+    with pytest.raises(TypeError) as raised:
+        as_messages(given)  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+def test_as_messages_shortens_a_long_value() -> None:
+    with pytest.raises(TypeError) as raised:
+        as_messages({"role": "user", "content": "x" * 500})  # type: ignore[arg-type]
+    assert len(str(raised.value)) < 250
+    assert "ChatMessage.user('xxx" in str(raised.value)
 
 
 contents = st.one_of(

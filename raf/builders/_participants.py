@@ -4,8 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from raf._describe import describe
 from raf.agent import IAgent
+from raf.engine.builder import agent_mistake
 from raf.errors import GraphValidationError
+
+
+def check_agent(builder: str, workflow_id: str, agent: object) -> IAgent:
+    """`agent`, after checking it is an agent instance that `add_agent` can take.
+
+    Raises:
+        TypeError: naming the builder and what to pass instead (an instance for a class,
+            `.as_agent()` for a `Workflow`, the agent itself for an id).
+    """
+    call = f"{builder} {workflow_id!r}: add_agent(agent)"
+    mistake = agent_mistake(agent)
+    if mistake is not None:
+        raise TypeError(f"{call} takes an agent, {mistake}")
+    if isinstance(agent, str):
+        raise TypeError(
+            f"{call} takes an agent, got the str {agent!r}; pass the agent itself, not its id"
+        )
+    if not isinstance(agent, IAgent):
+        raise TypeError(
+            f"{call} takes an IAgent (a ReactAgent, a FunctionAgent, a workflow's "
+            f".as_agent() or any object with IAgent's methods), got {describe(agent)}"
+        )
+    return agent
 
 
 def check_participants(builder: str, workflow_id: str, agents: Iterable[IAgent]) -> list[IAgent]:

@@ -16,8 +16,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Self, cast
 
+from raf._describe import describe
 from raf.agent import IAgent, check_agent_id
-from raf.builders._participants import check_participants
+from raf.builders._participants import check_agent, check_participants
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
 from raf.engine.executors import AgentExecutor, Executor, conversation_of
@@ -51,12 +52,26 @@ class ConcurrentBuilder:
         self._aggregator: Aggregator | None = None
 
     def add_agent(self, agent: IAgent) -> Self:
-        """Add a participant."""
-        self._agents.append(agent)
+        """Add a participant.
+
+        Raises:
+            TypeError: `agent` is not an agent instance (a class, a `Workflow`, an id).
+        """
+        self._agents.append(check_agent("ConcurrentBuilder", self._id, agent))
         return self
 
     def with_aggregator(self, fn: Aggregator | None = None) -> Self:
-        """Aggregate with `fn(results)`; None restores the default (last messages in order)."""
+        """Aggregate with `fn(results)`; None restores the default (last messages in order).
+
+        Raises:
+            TypeError: `fn` is neither callable nor None.
+        """
+        if fn is not None and not callable(fn):
+            raise TypeError(
+                f"ConcurrentBuilder {self._id!r}: with_aggregator(fn) takes a function "
+                "fn(results: dict[str, AgentResponse]) returning messages or a value (or None "
+                f"for the default), got {describe(fn)}"
+            )
         self._aggregator = fn
         return self
 

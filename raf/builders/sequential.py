@@ -16,7 +16,7 @@ from itertools import pairwise
 from typing import Any, ClassVar, Self, cast
 
 from raf.agent import IAgent, check_agent_id
-from raf.builders._participants import check_participants
+from raf.builders._participants import check_agent, check_participants
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
 from raf.engine.executors import AgentExecutor, conversation_of
@@ -42,8 +42,12 @@ class SequentialBuilder:
         self._agents: list[IAgent] = []
 
     def add_agent(self, agent: IAgent) -> Self:
-        """Append `agent` to the sequence."""
-        self._agents.append(agent)
+        """Append `agent` to the sequence.
+
+        Raises:
+            TypeError: `agent` is not an agent instance (a class, a `Workflow`, an id).
+        """
+        self._agents.append(check_agent("SequentialBuilder", self._id, agent))
         return self
 
     def build(self) -> Workflow:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Self, TypeAlias
 
+from raf._describe import describe
 from raf.agent import IAgent
 from raf.engine.edges import (
     Condition,
@@ -214,11 +215,13 @@ class WorkflowBuilder:
             return ref
         if isinstance(ref, Executor):
             return ref.id
+        what = f"workflow {self._id!r}: a node is a node id, an Executor or an IAgent"
+        mistake = agent_mistake(ref)
+        if mistake is not None:
+            raise TypeError(f"{what}, {mistake}")
         if isinstance(ref, IAgent):  # pyright: ignore[reportUnnecessaryIsInstance]
             return self._node_of(ref) or ref.id
-        raise TypeError(
-            f"a workflow node is a node id, an Executor or an IAgent, got {type(ref).__name__}"
-        )
+        raise TypeError(f"{what}, got {_show(ref)}")
 
     def _node(self, ref: NodeRef) -> str:
         """The node id `ref` names, adding its executor (or agent) to the graph."""
@@ -236,11 +239,10 @@ class WorkflowBuilder:
         return None
 
     def _nodes(self, refs: Sequence[NodeRef], call: str, what: str) -> tuple[str, ...]:
-        if isinstance(refs, str):
-            raise TypeError(
-                f"{call}: {what} must be a list of nodes, got the str {refs!r} "
-                f"(for one node, pass [{refs!r}])"
-            )
+        if isinstance(refs, str | Executor | IAgent) or not isinstance(refs, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
+            single = isinstance(refs, str | Executor | IAgent)  # pyright: ignore[reportUnnecessaryIsInstance]
+            hint = "; for one node, pass a list of it: [node]" if single else ""
+            raise TypeError(f"{call}: {what} must be a list of nodes, got {_show(refs)}{hint}")
         ids = tuple(self._node(ref) for ref in refs)
         if not ids:
             raise GraphValidationError(f"{call} needs at least one node")
@@ -269,6 +271,25 @@ class WorkflowBuilder:
                         raise _duplicate_route(self._id, source, target, earlier, route)
         for source in sources:
             self._routes.setdefault(source, []).append(route)
+
+
+def agent_mistake(value: object) -> str | None:
+    """What to pass instead, when `value` is a class or a `Workflow` given for an agent.
+
+    Example:
+        >>> from raf.function_agent import FunctionAgent
+        >>> agent_mistake(FunctionAgent)
+        "got the class FunctionAgent; pass an instance, e.g. FunctionAgent('my_id', ...)"
+        >>> agent_mistake(FunctionAgent("a", lambda m: "A")) is None
+        True
+    """
+    if isinstance(value, Workflow):
+        return f"got the Workflow {value.id!r}; pass workflow.as_agent()"
+    if isinstance(value, type):
+        return (
+            f"got the class {value.__name__}; pass an instance, e.g. {value.__name__}('my_id', ...)"
+        )
+    return None
 
 
 def _check_cases(source: str, cases: Sequence[tuple[Condition, NodeRef]]) -> None:
@@ -318,6 +339,6 @@ def _duplicate_route(
 
 
 def _show(value: object) -> str:
-    if isinstance(value, Executor):
-        return f"{type(value).__name__} {value.id!r}"
-    return f"{type(value).__name__} {value!r}"
+    if isinstance(value, Executor | IAgent) and not isinstance(value, type):
+        return f"the {type(value).__name__} {value.id!r}"
+    return describe(value)

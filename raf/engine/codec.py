@@ -186,7 +186,7 @@ def _import_model(path: str) -> type[BaseModel]:
 
 def _refuse(value: Any, where: str, node_id: str | None) -> CheckpointValueError:
     return CheckpointValueError(
-        f"cannot checkpoint {where}: a {type(value).__name__} is not JSON, a ChatMessage, an "
+        f"cannot checkpoint {where}: a value of type {type(value).__name__} is not JSON, a ChatMessage, an "
         "AgentResponse, an importable pydantic model, a date, datetime or UUID, or a list, "
         "tuple, set or dict of those; use values of those kinds",
         node_id=node_id,

@@ -175,7 +175,7 @@ def conversation_of(message: Any, node_id: str) -> list[ChatMessage]:
     if isinstance(message, AgentResponse):
         return list(message.messages)
     raise TypeError(
-        f"agent node {node_id!r} received a {type(message).__name__}; send it a ChatMessage, "
+        f"agent node {node_id!r} received a value of type {type(message).__name__}; send it a ChatMessage, "
         "a str, an AgentResponse or a list of those"
     )
 

@@ -224,7 +224,7 @@ def rendered(name: str, value: Any, limit: int) -> ToolResult:
         text = render_output(value)
     except Exception as exc:
         return ToolResult(
-            f"tool {name!r} returned a {type(value).__name__} that cannot be rendered as text "
+            f"tool {name!r} returned a value of type {type(value).__name__} that cannot be rendered as text "
             f"({type(exc).__name__}: {exc}); tools return str, JSON data or a pydantic model",
             is_error=True,
         )

@@ -104,6 +104,17 @@ def test_ids_and_metadata() -> None:
     assert agent.metadata.children == ("x", "y")
 
 
+@pytest.mark.parametrize("fn", ["sum", 3])
+def test_an_aggregator_that_is_not_a_function_is_refused_at_the_call(fn: object) -> None:
+    with pytest.raises(TypeError) as raised:
+        ConcurrentBuilder(id="panel").with_aggregator(fn)  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "ConcurrentBuilder 'panel': with_aggregator(fn) takes a function "
+        "fn(results: dict[str, AgentResponse]) returning messages or a value (or None for the "
+        f"default), got the {type(fn).__name__} {fn!r}"
+    )
+
+
 def test_duplicate_ids_are_rejected() -> None:
     dup = ConcurrentBuilder(id="c").add_agent(FunctionAgent("x", lambda m: "1"))
     dup.add_agent(FunctionAgent("x", lambda m: "2"))

@@ -209,6 +209,32 @@ def test_bad_arguments_fail_right_away() -> None:
         WorkflowBuilder("w").add_edge(a, 42)  # type: ignore[arg-type]
 
 
+def test_one_node_where_a_list_of_nodes_belongs_is_refused_at_the_call() -> None:
+    a, b = FunctionAgent("a", lambda m: "A"), FunctionAgent("b", lambda m: "B")
+    with pytest.raises(TypeError) as raised:
+        WorkflowBuilder("w").add_fan_out(a, b)  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "add_fan_out('a', targets): targets must be a list of nodes, got the FunctionAgent "
+        "'b'; for one node, pass a list of it: [node]"
+    )
+    with pytest.raises(TypeError, match=r"sources must be a list of nodes, got the Function"):
+        WorkflowBuilder("w").add_fan_in(Calls().forward("x"), b)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"targets must be a list of nodes, got the int 3$"):
+        WorkflowBuilder("w").add_fan_out(a, 3)  # type: ignore[arg-type]
+
+
+def test_a_class_or_a_workflow_where_a_node_belongs_says_what_to_pass() -> None:
+    with pytest.raises(TypeError) as raised:
+        WorkflowBuilder("w").add_executor(FunctionAgent)  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "workflow 'w': a node is a node id, an Executor or an IAgent, got the class "
+        "FunctionAgent; pass an instance, e.g. FunctionAgent('my_id', ...)"
+    )
+    inner = WorkflowBuilder("inner").add_executor(FunctionAgent("a", lambda m: "A"))
+    with pytest.raises(TypeError, match=r"got the Workflow 'inner'; pass workflow\.as_agent\(\)"):
+        WorkflowBuilder("w").add_edge("x", inner.set_start("a").build())  # type: ignore[arg-type]
+
+
 def test_function_executor_needs_an_async_function() -> None:
     with pytest.raises(TypeError, match="async function"):
         FunctionExecutor("sync", lambda message, ctx: None)  # type: ignore[arg-type, return-value]
@@ -387,7 +413,7 @@ def test_a_condition_that_is_not_callable_is_refused_naming_the_edge() -> None:
         TypeError, match=r"add_edge\('a', 'b'\): condition must be a function"
     ) as info:
         builder.add_edge("a", calls.output("b"), condition="yes")  # type: ignore[arg-type]
-    assert "got str 'yes'" in str(info.value)
+    assert "got the str 'yes'" in str(info.value)
     assert list(builder.build(check_structure=False).executors) == ["a"]
 
 
@@ -402,7 +428,7 @@ def test_malformed_switch_cases_are_refused_naming_the_source() -> None:
     a, b = calls.forward("a"), calls.output("b")
     with pytest.raises(
         TypeError,
-        match=r"add_switch\('a'\): case 0 must be a \(condition, target\) pair, got FunctionExecutor 'b'",
+        match=r"add_switch\('a'\): case 0 must be a \(condition, target\) pair, got the FunctionExecutor 'b'",
     ):
         WorkflowBuilder("w").add_switch(a, [b])  # type: ignore[list-item]
     with pytest.raises(TypeError, match=r"add_switch\('a'\): case 1 must be a"):

@@ -137,7 +137,7 @@ def test_values_without_a_json_form_are_refused_naming_where_they_are() -> None:
     assert info.value.node_id == "n"
     with pytest.raises(CheckpointValueError, match="the state of 'n'"):
         encode({1: object()}, "the state of 'n'")
-    with pytest.raises(CheckpointValueError, match="a bytes is not JSON"):
+    with pytest.raises(CheckpointValueError, match="a value of type bytes is not JSON"):
         encode({b"raw"}, "x")
     with pytest.raises(CheckpointValueError, match="float"):
         encode(float("nan"), "x")

@@ -207,5 +207,5 @@ async def test_a_value_without_text_becomes_an_error_result() -> None:
 
     result = await odd.call("{}")
     assert result.is_error
-    assert "'odd' returned a _Unrenderable that cannot be rendered" in result.text
+    assert "'odd' returned a value of type _Unrenderable that cannot be rendered" in result.text
     assert "RuntimeError: no text for this" in result.text

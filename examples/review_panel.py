@@ -1,15 +1,19 @@
 """A concurrent workflow: three reviewers read the same text at once; a custom aggregator tallies.
 
-Run from the repository root: python -m examples.concurrent
+Run: python examples/review_panel.py (or, from the repository root, python -m examples.review_panel)
 """
 
 from __future__ import annotations
 
 import anyio
 
-from examples._models import provider_for
 from raf import AgentResponse, ConcurrentBuilder, ReactAgent
 from raf.testing import text
+
+if __package__:  # python -m examples.review_panel
+    from examples._models import provider_for
+else:  # python examples/review_panel.py
+    from _models import provider_for
 
 
 def tally(results: dict[str, AgentResponse]) -> dict[str, str]:
