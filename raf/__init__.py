@@ -28,6 +28,7 @@ from raf.agent import Session as Session
 from raf.budget import Budget as Budget
 from raf.errors import AgentError as AgentError
 from raf.errors import BudgetExceeded as BudgetExceeded
+from raf.errors import CheckpointError as CheckpointError
 from raf.errors import GraphValidationError as GraphValidationError
 from raf.errors import HandoffLimitExceeded as HandoffLimitExceeded
 from raf.errors import MaxRoundsExceeded as MaxRoundsExceeded
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from raf.engine import WorkflowAgent as WorkflowAgent
     from raf.engine import WorkflowBuilder as WorkflowBuilder
     from raf.engine import WorkflowResult as WorkflowResult
+    from raf.engine.codec import register_model as register_model
     from raf.providers.base import LlmProvider as LlmProvider
     from raf.providers.openai import OpenAIProvider as OpenAIProvider
     from raf.providers.openai import create_client as create_client
@@ -135,6 +137,7 @@ _LAZY: dict[str, str] = {
     "Workspace": "raf.tools",
     "workspace_tools": "raf.tools",
     "walk": "raf.registry",
+    "register_model": "raf.engine.codec",
 }
 
 
@@ -215,4 +218,6 @@ __all__ = [
     "tool",
     "walk",
     "workspace_tools",
+    "register_model",
+    "CheckpointError",
 ]

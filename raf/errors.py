@@ -10,8 +10,13 @@
     ├── RunTimeout                  RunOptions.timeout elapsed
     ├── ProviderError               the model endpoint failed after retries
     ├── ToolError                   a tool could not be defined or called
-    └── SessionBusy                 another run of the session is in progress
+    ├── SessionBusy                 another run of the session is in progress
+    └── CheckpointError(ValueError) a checkpoint cannot be read (truncated, edited, foreign)
+        └── CheckpointVersionError  a checkpoint of a format version this raf does not know
     GraphValidationError(ValueError)    a workflow is ill-formed at build time
+    CheckpointValueError(TypeError)     a value a run must checkpoint has no JSON form (the
+                                        failing node's run raises WorkflowError with it)
+    ScriptExhausted(AssertionError)     a scripted model was called more often than scripted
 
 Example:
     >>> err = MaxRoundsExceeded("no answer after 3 model calls", path=("team", "writer"))
@@ -24,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 AgentPath = tuple[str, ...]
+"""Agent ids from the agent `run()` was called on down to one agent."""
 
 
 def format_path(path: AgentPath) -> str:
@@ -139,6 +145,43 @@ class SessionBusy(AgentError):
         self.session_id = session_id
 
 
+class CheckpointError(AgentError, ValueError):
+    """A checkpoint cannot be read or written: `checkpoint_id` names it (when it has one).
+
+    Raised for a truncated, edited or foreign checkpoint instead of whatever decoding it
+    happened to hit; its message says what is wrong and what to do.
+    """
+
+    def __init__(
+        self, message: str, *, checkpoint_id: str | None = None, path: AgentPath = ()
+    ) -> None:
+        super().__init__(message, path=path)
+        self.checkpoint_id = checkpoint_id
+
+
+class CheckpointVersionError(CheckpointError):
+    """A checkpoint has a format `version` this raf does not know; it is refused, never
+    guessed at."""
+
+    def __init__(self, checkpoint_id: str, version: int, known: tuple[int, ...]) -> None:
+        listed = ", ".join(str(v) for v in sorted(known))
+        super().__init__(
+            f"checkpoint {checkpoint_id!r} has format version {version}, but this raf knows "
+            f"only version(s) {listed}; resume it with the raf release that wrote it",
+            checkpoint_id=checkpoint_id,
+        )
+        self.version = version
+
+
+class CheckpointValueError(TypeError):
+    """A value a run must checkpoint is not serializable; `node_id` names the node it
+    belongs to."""
+
+    def __init__(self, message: str, *, node_id: str | None = None) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+
+
 class GraphValidationError(ValueError):
     """A workflow or builder is ill-formed; raised by `build()`.
 
@@ -149,6 +192,10 @@ class GraphValidationError(ValueError):
     def __init__(self, message: str, *, ids: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.ids = ids
+
+
+class ScriptExhausted(AssertionError):
+    """A scripted model (`raf.testing`) was called more often than its script has turns."""
 
 
 def describe(exc: BaseException) -> dict[str, Any]:

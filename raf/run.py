@@ -161,13 +161,13 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
         await self._admit()
         try:
             response = await self._body(discard)
-        except BaseExceptionGroup as group:
-            # As when streaming: a lone exception comes out as itself.
-            single = unwrap_group(group)
-            if single is group:
-                raise
-            raise single from None
+        except Exception as exc:
+            # As when streaming: a lone exception comes out as itself, with its own cause and
+            # traceback, raised outside this handler so the group is no part of its story.
+            error = unwrap_group(exc)
+        else:
+            self.result = response
+            return response
         finally:
             self._dismiss()
-        self.result = response
-        return response
+        raise error

@@ -17,7 +17,6 @@ Example:
 
 from raf.engine.builder import NodeRef as NodeRef
 from raf.engine.builder import WorkflowBuilder as WorkflowBuilder
-from raf.engine.codec import CheckpointValueError as CheckpointValueError
 from raf.engine.context import NodeContext as NodeContext
 from raf.engine.edges import Condition as Condition
 from raf.engine.edges import Edge as Edge
@@ -40,6 +39,7 @@ from raf.engine.state import RunStatus as RunStatus
 from raf.engine.stream import WorkflowStream as WorkflowStream
 from raf.engine.workflow import Workflow as Workflow
 from raf.engine.workflow import WorkflowResult as WorkflowResult
+from raf.errors import CheckpointValueError as CheckpointValueError
 
 __all__ = [
     "AgentExecutor",

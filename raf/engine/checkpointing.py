@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from raf.engine.codec import decode, encode
 from raf.engine.state import PendingRequest, RunState, Suspension
+from raf.errors import CheckpointError
 from raf.session import Session
 
 if TYPE_CHECKING:
@@ -202,26 +203,47 @@ def read_checkpoint(
     """The run state, scope and session values of `checkpoint`.
 
     Raises:
-        ValueError: when the checkpoint belongs to another workflow or graph, or has an
-            unknown data version.
+        CheckpointError: naming the checkpoint, when it belongs to another workflow or graph,
+            has an unknown data version, or cannot be decoded (truncated or edited).
     """
     data = checkpoint.data
     version = data.get("version")
     if version not in READ_VERSIONS:
-        raise ValueError(
+        raise CheckpointError(
             f"checkpoint {checkpoint.id!r} holds engine data version {version!r}; this raf "
-            f"reads versions {list(READ_VERSIONS)}; resume it with the raf release that wrote it"
+            f"reads versions {list(READ_VERSIONS)}; resume it with the raf release that wrote it",
+            checkpoint_id=checkpoint.id,
         )
     if data.get("workflow") != workflow_id:
-        raise ValueError(
+        raise CheckpointError(
             f"checkpoint {checkpoint.id!r} belongs to workflow {data.get('workflow')!r}, "
-            f"not {workflow_id!r}; resume it with that workflow"
+            f"not {workflow_id!r}; resume it with that workflow",
+            checkpoint_id=checkpoint.id,
         )
     if data.get("graph") != fingerprint:
-        raise ValueError(
+        raise CheckpointError(
             f"checkpoint {checkpoint.id!r} was taken from a different graph of workflow "
-            f"{workflow_id!r} (nodes or edges changed); resume it with the graph that wrote it"
+            f"{workflow_id!r} (nodes or edges changed); resume it with the graph that wrote it",
+            checkpoint_id=checkpoint.id,
         )
-    scope = tuple(str(part) for part in cast(list[Any], data["scope"]))
-    session = restore_snapshot(cast(dict[str, Any], data["session"]), cast(int, version))
-    return decode_state(data), scope, session
+    try:
+        scope = tuple(str(part) for part in cast(list[Any], data["scope"]))
+        session = restore_snapshot(cast(dict[str, Any], data["session"]), cast(int, version))
+        state = decode_state(data)
+    except CheckpointError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(
+            f"checkpoint {checkpoint.id!r} of workflow {workflow_id!r} cannot be read: "
+            f"{_what(exc)}; it was truncated or edited after raf wrote it (resume from "
+            "another checkpoint: `await store.list(session_id)` lists them)",
+            checkpoint_id=checkpoint.id,
+        ) from exc
+    return state, scope, session
+
+
+def _what(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"the field {exc.args[0]!r} is missing"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,11 +1,16 @@
 """JSON with type tags for the values a workflow run checkpoints (no pickle).
 
 Each value becomes `{"t": tag, "v": data}`: `json` (plain JSON), `message` (a `ChatMessage`),
-`messages` (a list of them), `response` (an `AgentResponse`), `model` (any pydantic model whose
-class can be imported, with `"cls": "module:QualName"`), `datetime` / `date` (ISO text), `uuid`,
-and `list` / `tuple` / `set` / `frozenset` / `dict` (string keys) / `map` (`[key, value]` pairs,
-any keys) holding tagged values. Anything else raises `CheckpointValueError` naming where it
-was found.
+`messages` (a list of them), `response` (an `AgentResponse`), `model` (a pydantic model defined
+at module level, with `"cls": "module:QualName"`), `datetime` / `date` (ISO text), `uuid`, and
+`list` / `tuple` / `set` / `frozenset` / `dict` (string keys) / `map` (`[key, value]` pairs, any
+keys) holding tagged values. Anything else raises `CheckpointValueError` naming where it was
+found.
+
+Decoding never imports what a checkpoint names: a `model` comes back as its class only when
+that class is known here — encoded by this process, declared by a workflow's nodes and agents
+(`Workflow` registers them when built), or added with `register_model`; any other comes back as
+its plain JSON data.
 
 Example:
     >>> from raf.messages import ChatMessage
@@ -15,25 +20,40 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import uuid
 from datetime import date, datetime
 from typing import Any, cast
 
 from pydantic import BaseModel
 
+from raf.errors import CheckpointValueError
 from raf.messages import ChatMessage
 from raf.updates import AgentResponse, Usage
 
-__all__ = ["CheckpointValueError", "decode", "encode"]
+__all__ = ["decode", "encode", "register_model"]
+
+_MODELS: dict[str, type[BaseModel]] = {}
+"""The model classes checkpoints may name, by `"module:QualName"` (see the module docstring)."""
 
 
-class CheckpointValueError(TypeError):
-    """A value a run must checkpoint is not serializable; `node_id` names the node it belongs to."""
+def register_model(cls: type[BaseModel]) -> type[BaseModel]:
+    """Let checkpoints bring `cls` back as itself (usable as a class decorator).
 
-    def __init__(self, message: str, *, node_id: str | None = None) -> None:
-        super().__init__(message)
-        self.node_id = node_id
+    Decoding never imports a module a checkpoint names; a model class that neither this
+    process encoded nor a workflow declared must be registered to come back as a model.
+
+    Example:
+        >>> from pydantic import BaseModel
+        >>> @register_model
+        ... class Verdict(BaseModel):
+        ...     ok: bool
+        >>> decode({"t": "model", "cls": f"{__name__}:Verdict", "v": {"ok": True}})
+        Verdict(ok=True)
+    """
+    if not (isinstance(cls, type) and issubclass(cls, BaseModel)):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"register_model takes a pydantic model class, got {cls!r}")
+    _MODELS[f"{cls.__module__}:{cls.__qualname__}"] = cls
+    return cls
 
 
 def encode(value: Any, where: str, node_id: str | None = None) -> dict[str, Any]:
@@ -120,7 +140,8 @@ def decode(data: dict[str, Any]) -> Any:
             value=decode(body["value"]),
         )
     if tag == "model":
-        return _import_model(str(data.get("cls"))).model_validate(body)
+        cls = _MODELS.get(str(data.get("cls")))
+        return body if cls is None else cls.model_validate(body)
     if tag == "list":
         return [decode(item) for item in body]
     if tag == "tuple":
@@ -168,26 +189,18 @@ def _class_path(model: BaseModel, where: str, node_id: str | None) -> str:
     if "<locals>" in cls.__qualname__:
         raise CheckpointValueError(
             f"cannot checkpoint {where}: {cls.__qualname__} is defined inside a function; "
-            "define pydantic models sent through a workflow at module level so they can be imported",
+            "define pydantic models sent through a workflow at module level",
             node_id=node_id,
         )
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
-def _import_model(path: str) -> type[BaseModel]:
-    module_name, _, qualname = path.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    if not (isinstance(target, type) and issubclass(target, BaseModel)):
-        raise ValueError(f"checkpointed model class {path!r} is not a pydantic model")
-    return target
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    _MODELS.setdefault(path, cls)
+    return path
 
 
 def _refuse(value: Any, where: str, node_id: str | None) -> CheckpointValueError:
     return CheckpointValueError(
         f"cannot checkpoint {where}: a value of type {type(value).__name__} is not JSON, a ChatMessage, an "
-        "AgentResponse, an importable pydantic model, a date, datetime or UUID, or a list, "
+        "AgentResponse, a module-level pydantic model, a date, datetime or UUID, or a list, "
         "tuple, set or dict of those; use values of those kinds",
         node_id=node_id,
     )

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
 
 from raf.messages import ChatMessage
 from raf.updates import AgentResponse
@@ -68,6 +70,15 @@ class Executor(ABC):
     def as_agent(self) -> IAgent | None:
         """The agent this node runs, if it runs one (None here)."""
         return None
+
+    def models(self) -> Sequence[type[BaseModel]]:
+        """Pydantic model types this node keeps in `ctx.state`, sends or yields.
+
+        A checkpoint brings a model back as itself only when its class is declared (here,
+        by an agent's output schema, or with `raf.register_model`); override this to declare
+        the ones a resumed run in a new process must get back.
+        """
+        return ()
 
 
 class FunctionExecutor(Executor):

@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from raf.agent import BaseAgent, invoke_agent
 from raf.engine.checkpointing import decode_state, encode_state, save_checkpoint
-from raf.engine.codec import CheckpointValueError, decode, encode
+from raf.engine.codec import decode, encode
 from raf.engine.events import CheckpointSaved, WorkflowFailed
 from raf.engine.mapping import AgentSink, is_messages
 from raf.engine.runner import Runner
 from raf.engine.state import RunState, RunStatus
+from raf.errors import CheckpointValueError
 from raf.messages import ChatMessage, ToolResultContent, message_list_adapter
 from raf.run import RunContext
 from raf.session import Session
@@ -113,10 +114,13 @@ class Waiting:
         )
 
 
-def load_waiting(session: Session, path: AgentPath) -> Waiting | None:
-    """The waiting state the agent at `path` keeps, or None."""
+def load_waiting(session: Session, path: AgentPath, workflow: Workflow) -> Waiting | None:
+    """The waiting state the agent at `path` (running `workflow`) keeps, or None."""
     kept = session.get(_key(path, _WAITING))
-    return None if kept is None else Waiting.from_json(kept)
+    if kept is None:
+        return None
+    workflow.declare_models()
+    return Waiting.from_json(kept)
 
 
 def forget_waiting(session: Session, path: AgentPath) -> None:
@@ -329,7 +333,7 @@ class NestedRun:
             return "failed"
         return None
 
-    def continued(self, session: Session, graph: str) -> RunState | None:
+    def continued(self, session: Session, workflow: Workflow) -> RunState | None:
         """The state kept for this call by a run a resume re-runs, or None.
 
         Raises:
@@ -338,7 +342,8 @@ class NestedRun:
         kept = self._calls(session).get(self.call)
         if kept is None:
             return None
-        if kept.get("graph") != graph:
+        workflow.declare_models()
+        if kept.get("graph") != workflow.fingerprint:
             path = self.key.removesuffix(_RUNNING)
             raise ValueError(
                 f"the checkpoint holds the state of nested workflow {path!r} from a different "
@@ -380,12 +385,12 @@ async def run_as_agent(
     path = ctx.path
     turn = ctx.turn
     engine = turn.engine
-    waiting = load_waiting(session, path)
+    waiting = load_waiting(session, path, workflow)
     nested: NestedRun | None = None
     state: RunState | None = None
     if engine is not None and engine.checkpoints and ctx.call is not None:
         nested = NestedRun(_key(path, _RUNNING), ctx.call, engine)
-        state = nested.continued(session, workflow.fingerprint)
+        state = nested.continued(session, workflow)
     if state is None:
         if waiting is None:
             state = RunState.start(workflow.start_id, messages)
@@ -439,7 +444,7 @@ async def root_turn(
     session = ctx.session
     history_key = ctx.key("history")
     history = session.get_as(history_key, message_list_adapter) or []
-    waiting = load_waiting(session, ctx.path)
+    waiting = load_waiting(session, ctx.path, workflow)
     entered = messages
     recorded: list[ChatMessage] = []
     if waiting is not None:
@@ -450,13 +455,16 @@ async def root_turn(
     conversation = [*history, *entered]
     record = TurnRecord(ctx.path, entered, recorded)
     response = await run_as_agent(workflow, conversation, ctx, sink, record=record)
-    new = _write_turn(session, ctx.path, conversation, recorded, response.messages, response.status)
+    new = _write_turn(
+        session, ctx.path, workflow, conversation, recorded, response.messages, response.status
+    )
     return response.model_copy(update={"messages": new})
 
 
 def _write_turn(
     session: Session,
     path: AgentPath,
+    workflow: Workflow,
     history: list[ChatMessage],
     recorded: list[ChatMessage],
     messages: list[ChatMessage],
@@ -471,7 +479,7 @@ def _write_turn(
     """
     new = _without(messages, recorded)
     if status == "waiting":
-        kept = load_waiting(session, path)
+        kept = load_waiting(session, path, workflow)
         assert kept is not None
         kept.recorded = [*recorded, *new]
         session.set(_key(path, _WAITING), kept.to_json())
@@ -501,6 +509,7 @@ def answer_messages(state: RunState) -> list[ChatMessage]:
 
 
 def finish_resumed_turn(
+    workflow: Workflow,
     session: Session,
     turn: tuple[TurnRecord, list[ChatMessage]],
     state: RunState,
@@ -527,7 +536,7 @@ def finish_resumed_turn(
     else:
         session.pop(_key(record.path, _WAITING))
         messages = _response(state, Usage()).messages
-    _write_turn(session, record.path, written, recorded, messages, status)
+    _write_turn(session, record.path, workflow, written, recorded, messages, status)
 
 
 def restore_session(session: Session, snapshot: dict[str, Any], scope: AgentPath) -> None:

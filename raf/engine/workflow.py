@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from raf.engine.checkpointing import read_checkpoint
 from raf.engine.edges import Edge, Route
 from raf.engine.events import CheckpointSaved, RequestInfo, WorkflowEvent, WorkflowFailed
@@ -96,6 +98,7 @@ class Workflow:
     """
 
     __slots__ = (
+        "_declared",
         "_edges",
         "_executors",
         "_fingerprint",
@@ -135,6 +138,7 @@ class Workflow:
         shape = [id, start, list(executors), [[e.source, e.target, e.kind] for e in edges]]
         self._fingerprint = hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:16]
         self._kind = "graph"
+        self._declared = False
 
     def __repr__(self) -> str:
         return f"Workflow(id={self._id!r}, nodes={list(self._executors)})"
@@ -210,6 +214,26 @@ class Workflow:
                 self._id, executors=self._executors, edges=self._edges, start=self._start
             )
         return self._graph.copy()
+
+    def declare_models(self) -> None:
+        """Let checkpoints bring back the model types this workflow's nodes declare and its
+        agents (to any depth) output (done once, before anything is decoded on resume)."""
+        if self._declared:
+            return
+        from raf.engine.codec import register_model
+        from raf.registry import walk
+
+        for executor in self._executors.values():
+            for model in executor.models():
+                register_model(model)
+            agent = executor.as_agent()
+            if agent is None:
+                continue
+            for _, member in walk(agent):
+                schema: Any = getattr(member, "schema", None)
+                if isinstance(schema, type) and issubclass(schema, BaseModel):
+                    register_model(schema)
+        self._declared = True
 
     def to_mermaid(self) -> str:
         """The graph as a Mermaid flowchart (conditions dashed, fan-in/fan-out labelled)."""
@@ -316,6 +340,7 @@ class Workflow:
             restore_session,
         )
 
+        self.declare_models()
         checkpoint = await store.load(checkpoint_id)
         state, scope, snapshot = read_checkpoint(
             checkpoint, workflow_id=self._id, fingerprint=self._fingerprint
@@ -339,7 +364,7 @@ class Workflow:
         root.runner = runner
         status = await runner.execute()
         if turn_data is not None:
-            finish_resumed_turn(session, turn_data, state, status, answers)
+            finish_resumed_turn(self, session, turn_data, state, status, answers)
         return status, state
 
 

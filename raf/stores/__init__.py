@@ -9,11 +9,11 @@ Example:
     >>> session = Session(id="chat-1", store=SqliteCheckpointStore("runs.db"))
 """
 
+from raf.errors import CheckpointVersionError as CheckpointVersionError
 from raf.stores.base import CHECKPOINT_FORMAT_VERSION as CHECKPOINT_FORMAT_VERSION
 from raf.stores.base import SUPPORTED_CHECKPOINT_VERSIONS as SUPPORTED_CHECKPOINT_VERSIONS
 from raf.stores.base import Checkpoint as Checkpoint
 from raf.stores.base import CheckpointStore as CheckpointStore
-from raf.stores.base import CheckpointVersionError as CheckpointVersionError
 from raf.stores.base import EventLog as EventLog
 from raf.stores.base import StoredEvent as StoredEvent
 from raf.stores.ids import new_id as new_id

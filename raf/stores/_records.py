@@ -12,13 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pydantic_core
+from pydantic import ValidationError
 
-from raf.stores.base import (
-    SUPPORTED_CHECKPOINT_VERSIONS,
-    Checkpoint,
-    CheckpointVersionError,
-    StoredEvent,
-)
+from raf.errors import CheckpointError, CheckpointVersionError
+from raf.stores.base import SUPPORTED_CHECKPOINT_VERSIONS, Checkpoint, StoredEvent
 
 SCHEMA_VERSION = 1
 """Version of the table layout; a database written by a newer layout is refused."""
@@ -59,15 +56,30 @@ def _check_text(what: str, **fields: str) -> None:
 
 
 def decode_checkpoint(checkpoint_id: str, version: int, data: str) -> Checkpoint:
-    """The checkpoint stored as `data`; refuses an unknown `version` before parsing."""
+    """The checkpoint stored as `data`; refuses an unknown `version` before parsing.
+
+    Raises:
+        CheckpointVersionError: for a version this raf does not know.
+        CheckpointError: naming the checkpoint, when its stored text is not a checkpoint
+            (truncated or edited).
+    """
     check_version(checkpoint_id, version)
-    return Checkpoint.model_validate_json(data)
+    try:
+        return Checkpoint.model_validate_json(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "the text"
+        raise CheckpointError(
+            f"checkpoint {checkpoint_id!r} cannot be read: {where}: {problem['msg']}; it was "
+            "truncated or edited after raf wrote it",
+            checkpoint_id=checkpoint_id,
+        ) from exc
 
 
 def check_version(checkpoint_id: str, version: int) -> None:
     """Raise `CheckpointVersionError` unless `version` is one this raf knows."""
     if version not in SUPPORTED_CHECKPOINT_VERSIONS:
-        raise CheckpointVersionError(checkpoint_id, version)
+        raise CheckpointVersionError(checkpoint_id, version, tuple(SUPPORTED_CHECKPOINT_VERSIONS))
 
 
 def as_utc(moment: datetime) -> datetime:

@@ -23,19 +23,6 @@ SUPPORTED_CHECKPOINT_VERSIONS: frozenset[int] = frozenset({CHECKPOINT_FORMAT_VER
 """Checkpoint format versions this raf reads and writes."""
 
 
-class CheckpointVersionError(ValueError):
-    """A checkpoint has a format `version` this raf does not know; it is refused, never guessed at."""
-
-    def __init__(self, checkpoint_id: str, version: int) -> None:
-        known = ", ".join(str(v) for v in sorted(SUPPORTED_CHECKPOINT_VERSIONS))
-        super().__init__(
-            f"checkpoint {checkpoint_id!r} has format version {version}, but this raf knows "
-            f"only version(s) {known}; resume it with the raf release that wrote it"
-        )
-        self.checkpoint_id = checkpoint_id
-        self.version = version
-
-
 class Checkpoint(BaseModel):
     """One saved state of a workflow run, taken after a superstep of the run or of a workflow
     nested in it."""

@@ -195,6 +195,7 @@ class PostgresCheckpointStore(ClosingStore):
                 raise _records.schema_mismatch(row[0], where)
 
 
-def _has_nul(text: str) -> bool:
-    """Whether `text` holds NUL, which PostgreSQL text cannot; no stored name does."""
-    return "\x00" in text
+def _has_nul(text: object) -> bool:
+    """Whether `text` is no stored name: not text (None, say), or text holding NUL, which
+    PostgreSQL text cannot. Such a name is looked up as absent, as the other stores do."""
+    return not isinstance(text, str) or "\x00" in text

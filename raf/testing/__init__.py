@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from raf._lazy import lazy_exports
-from raf.testing.script import ScriptExhausted as ScriptExhausted
+from raf.errors import ScriptExhausted as ScriptExhausted
 from raf.testing.script import Turn as Turn
 from raf.testing.script import error as error
 from raf.testing.script import resolve as resolve

@@ -29,9 +29,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
+from raf.errors import ScriptExhausted
 from raf.messages import ChatMessage, message_list_adapter
 from raf.providers.base import Completion, LlmProvider, ProviderEvent
-from raf.testing.script import ScriptedCall, ScriptExhausted, Turn
+from raf.testing.script import ScriptedCall, Turn
 from raf.testing.scripted_provider import ScriptedProvider
 from raf.tools.definition import ToolDefinition
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from raf.errors import ScriptExhausted
 from raf.messages import ChatMessage
 
 
@@ -151,10 +152,6 @@ def turn_usage(turn: Turn, messages: Sequence[ChatMessage]) -> tuple[int, int]:
     out = len(turn.text.split()) + len((turn.reasoning or "").split())
     out += sum(1 + len(c.arguments) // 4 for c in turn.calls)
     return count_tokens(messages), out
-
-
-class ScriptExhausted(AssertionError):
-    """The model was called more often than the script has turns."""
 
 
 class TurnPicker:

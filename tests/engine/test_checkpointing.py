@@ -17,6 +17,7 @@ from raf.engine import (
     WorkflowBuilder,
 )
 from raf.engine.checkpointing import DATA_VERSION
+from raf.errors import CheckpointError
 from raf.messages import ChatMessage
 from raf.session import Session
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
@@ -306,3 +307,97 @@ async def test_a_model_defined_in_a_function_in_node_state_fails_naming_its_key(
     assert isinstance(result.error, CheckpointValueError)
     assert "session key 'keeper#state'" in str(result.error)
     assert "module level" in str(result.error)
+
+
+async def test_a_foreign_checkpoint_raises_checkpoint_error_naming_it() -> None:
+    store = MemoryCheckpointStore()
+    await pipeline(Calls()).run("in", Session(id="s", store=store))
+    checkpoint_id = (await store.list("s"))[0]
+    other = WorkflowBuilder("other").add_executor(Calls().forward("start")).set_start("start")
+    with pytest.raises(CheckpointError, match="belongs to workflow 'pipeline'") as caught:
+        await other.build().resume(checkpoint_id, store)
+    assert caught.value.checkpoint_id == checkpoint_id
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda data: data.pop("pending"),
+        lambda data: data.update(pending=[["left"]]),
+        lambda data: data.update(suspended=[["x", {"superstep": 0}]]),
+        lambda data: data["session"].update({"k": {"t": "nonsense", "v": 1}}),
+        lambda data: data.update(requests=[{"request_id": "r"}]),
+        lambda data: data.update(answers=[[1, 2, 3]]),
+        lambda data: data.update(outputs=[["report", {"t": "message", "v": {"role": "x"}}]]),
+        lambda data: data.pop("scope"),
+    ],
+)
+async def test_an_edited_checkpoint_raises_checkpoint_error_naming_it(edit: Any) -> None:
+    store = MemoryCheckpointStore()
+    await pipeline(Calls()).run("in", Session(id="s", store=store))
+    checkpoint_id = (await store.list("s"))[1]
+    original = await store.load(checkpoint_id)
+    data = json.loads(json.dumps(original.data))
+    edit(data)
+    await store.save(original.model_copy(update={"data": data}))
+    with pytest.raises(CheckpointError) as caught:
+        await pipeline(Calls()).resume(checkpoint_id, store)
+    assert caught.value.checkpoint_id == checkpoint_id
+    assert checkpoint_id in str(caught.value) and "truncated or edited" in str(caught.value)
+
+
+async def test_a_truncated_stored_checkpoint_raises_checkpoint_error(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "runs.db"
+    store = SqliteCheckpointStore(path)
+    await pipeline(Calls()).run("in", Session(id="s", store=store))
+    checkpoint_id = (await store.list("s"))[0]
+    with sqlite3.connect(path) as db:
+        (text,) = db.execute(
+            "select data from checkpoints where id = ?", (checkpoint_id,)
+        ).fetchone()
+        db.execute("update checkpoints set data = ? where id = ?", (text[:-40], checkpoint_id))
+    reopened = SqliteCheckpointStore(path)
+    with pytest.raises(CheckpointError, match=checkpoint_id) as caught:
+        await pipeline(Calls()).resume(checkpoint_id, reopened)
+    assert caught.value.checkpoint_id == checkpoint_id
+
+
+async def test_decoding_never_imports_a_module_a_checkpoint_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import sys
+
+    sys.modules.pop("this", None)
+    store = MemoryCheckpointStore()
+    calls = Calls()
+    await pipeline(calls).run("in", Session(id="s", store=store))
+    checkpoint_id = (await store.list("s"))[1]
+    original = await store.load(checkpoint_id)
+    data = json.loads(json.dumps(original.data))
+    data["session"]["planted"] = {"t": "model", "cls": "this:Anything", "v": {"a": 1}}
+    await store.save(original.model_copy(update={"data": data}))
+    session = Session(id="s", store=store)
+    await pipeline(Calls()).resume(checkpoint_id, store, session=session)
+    assert "this" not in sys.modules
+    assert "Zen of Python" not in capsys.readouterr().out
+    # An undeclared model comes back as its data.
+    assert session.get("planted") == {"a": 1}
+
+
+class Grade(BaseModel):
+    score: int
+
+
+async def test_a_declared_or_registered_model_comes_back_as_itself() -> None:
+    from raf.engine.codec import _MODELS, decode, register_model  # pyright: ignore[reportPrivateUsage]
+
+    path = f"{Grade.__module__}:Grade"
+    _MODELS.pop(path, None)
+    data = {"t": "model", "cls": path, "v": {"score": 3}}
+    assert decode(data) == {"score": 3}
+    register_model(Grade)
+    assert decode(data) == Grade(score=3)
+    with pytest.raises(TypeError, match="pydantic model class"):
+        register_model(dict)  # type: ignore[arg-type]

@@ -48,3 +48,16 @@ def test_the_worked_event_mapping_example_matches_the_page() -> None:
         assert (got_path, got_kind) == (path, kind)
         assert repr(detail) in args.replace('"', "'") or f"'{detail}'" in args.replace('"', "'")
     assert answer == "FINE."
+
+
+def test_the_human_in_the_loop_examples_print_what_the_page_shows() -> None:
+    text = (DOCS / "engine.md").read_text()
+    section = text.split("## Human in the loop")[1].split("## As an agent")[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    script = "\n".join(block for block in blocks if "import" in block)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    shown = re.findall(r"prints\n\n```\n(.*?)```", section, re.S)[0].splitlines()
+    assert out[: len(shown)] == shown
+    assert out[len(shown)] == "completed ['a draft', 'verdict: ship it']"

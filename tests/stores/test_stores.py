@@ -114,6 +114,17 @@ async def test_a_checkpoint_of_an_unknown_version_is_refused(store: Store) -> No
     assert await store.list("s1") == []
 
 
+async def test_none_for_a_name_is_found_nowhere_in_every_store(store: Store) -> None:
+    none: Any = None
+    assert await store.list(none) == []
+    assert await store.latest(none) is None
+    assert await store.events(key=none) == []
+    with pytest.raises(KeyError, match="None"):
+        await store.load(none)
+    with pytest.raises(KeyError, match="None"):
+        await store.get(none)
+
+
 async def test_names_with_nul_are_refused_and_never_found(store: Store) -> None:
     with pytest.raises(ValueError, match=r"session_id 'a\\x00b' contains a NUL"):
         await store.save(make_checkpoint("a\x00b"))
