@@ -291,21 +291,39 @@ async def invoke_agent(
 ) -> AgentResponse:
     """Run `agent` as a child of the agent whose context is `ctx`, forwarding its stream.
 
-    raf agents run in place (`call` names the workflow node's call that runs it). Any other
-    `IAgent` runs through its public `run()` on `session` (a fresh one by default: the parent
-    passes it the whole conversation), its items re-attributed under `ctx.path` and its
-    request ids prefixed with that path, so they stay unique in the whole tree. Such an agent
-    gets what is left of the run's budget, and each `Usage` item it streams is charged to the
-    run as one model call and its tokens; its errors get full paths. When it streams a
-    request for a human, its response is `waiting` with those requests pending.
+    raf agents run in place (`call` names the workflow node's call that runs it); any other
+    `IAgent` runs through its public `run()` (see `invoke_foreign`).
     """
-    child = ctx.child(agent.id, call)
     if isinstance(agent, BaseAgent):
-        try:
-            return await agent.invoke(messages, child)
-        except AgentError as exc:
-            exc.with_path(child.path)
-            raise
+        return await invoke_in_place(agent, messages, ctx, call)
+    return await invoke_foreign(agent, messages, ctx, session)
+
+
+async def invoke_in_place(
+    agent: BaseAgent, messages: list[ChatMessage], ctx: RunContext, call: str | None = None
+) -> AgentResponse:
+    """Run raf's `agent` in place as a child of the agent whose context is `ctx`."""
+    child = ctx.child(agent.id, call)
+    try:
+        return await agent.invoke(messages, child)
+    except AgentError as exc:
+        exc.with_path(child.path)
+        raise
+
+
+async def invoke_foreign(
+    agent: IAgent, messages: list[ChatMessage], ctx: RunContext, session: Session | None = None
+) -> AgentResponse:
+    """Run an `IAgent` that is not raf's through its public `run()` on `session`.
+
+    A fresh session by default: the parent passes it the whole conversation. Its items are
+    re-attributed under `ctx.path` and its request ids prefixed with that path, so they stay
+    unique in the whole tree. It gets what is left of the run's budget, and each `Usage` item
+    it streams is charged to the run as one model call and its tokens; its errors get full
+    paths. When it streams a request for a human, its response is `waiting` with those
+    requests pending.
+    """
+    child_path = (*ctx.path, agent.id)
     prefix = ctx.path
     emit = ctx.emit
     tracker = ctx.budget
@@ -340,7 +358,7 @@ async def invoke_agent(
                         crossed = exc
                         break
     except BudgetExceeded as exc:
-        path = prefix + exc.path if exc.path else child.path
+        path = prefix + exc.path if exc.path else child_path
         if tracker is None or exc.kind == "seconds":
             exc.path = path
             raise
@@ -353,7 +371,7 @@ async def invoke_agent(
         raise tracker.exceeded("tokens", path) from exc
     except AgentError as exc:
         # The agent's own run names paths from itself; the stream names them from the root.
-        exc.path = prefix + exc.path if exc.path else child.path
+        exc.path = prefix + exc.path if exc.path else child_path
         raise
     if crossed is not None:
         raise crossed

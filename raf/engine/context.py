@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from raf.agent import default_options
+from raf.agent import BaseAgent, default_options, invoke_in_place
+from raf.engine.children import WAITING, forget_waiting, invoke_foreign_child
 from raf.engine.codec import encode
 from raf.engine.edges import Outbox
 from raf.engine.events import NodeStreaming, WorkflowOutput
@@ -194,10 +195,11 @@ class NodeContext:
         """
         work = self._work
         work.outputs.append((work.node_id, value))
-        produced = work.produced
-        for message in _messages_of(value):
-            if not any(message is known for known in produced):
-                produced.append(message)
+        messages = _messages_of(value)
+        if messages:
+            produced = work.produced
+            known = {id(m) for m in produced}
+            produced.extend(m for m in messages if id(m) not in known)
         await work.runner.sink(WorkflowOutput(value, node_id=work.node_id))
 
     async def emit(self, update: AgentUpdate) -> None:
@@ -242,8 +244,6 @@ class NodeContext:
         checkpoints, each call is named `"{node}@{superstep}#{n}"`, so a resume that re-runs
         this superstep lets the same call of a nested workflow continue from its kept state.
         """
-        from raf.engine.protocol import invoke_child
-
         context = self.run_context
         work = self._work
         runner = work.runner
@@ -256,7 +256,16 @@ class NodeContext:
             work.calls += 1
             if runner.call is not None:
                 call = f"{runner.call}/{call}"
-        response = await invoke_child(agent, messages, context, call=call, fresh=not work.resuming)
+        prefix = runner.prefix
+        if isinstance(agent, BaseAgent):
+            if not work.resuming and context.session.get(prefix + agent.id + WAITING) is not None:
+                # A fresh call: what the agent kept from an earlier wait is stale.
+                forget_waiting(context.session, prefix + agent.id)
+            response = await invoke_in_place(agent, messages, context, call)
+        else:
+            response = await invoke_foreign_child(
+                agent, messages, context, prefix, fresh=not work.resuming
+            )
         # The run's usage is counted here, once per agent call, whatever the node does with
         # the response (a nested workflow's response already sums its own tree).
         usage = response.usage

@@ -23,25 +23,24 @@ saves checkpoints) down the tree; the `Runner` only schedules supersteps and cal
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from raf.agent import BaseAgent, invoke_agent
 from raf.engine.checkpointing import decode_state, encode_state, save_checkpoint
+from raf.engine.children import FOREIGN, RUNNING, WAITING, key_of, text_of
 from raf.engine.codec import decode, encode
 from raf.engine.events import CheckpointSaved, WorkflowFailed
 from raf.engine.mapping import AgentSink, is_messages
 from raf.engine.runner import Runner
 from raf.engine.state import RunState, RunStatus
 from raf.errors import CheckpointValueError
-from raf.messages import ChatMessage, ToolResultContent, message_list_adapter
+from raf.messages import ChatMessage, message_list_adapter
 from raf.run import RunContext
 from raf.session import Session
 from raf.updates import AgentPath, AgentResponse, RequestInfoUpdate, Usage
 
 if TYPE_CHECKING:
-    from raf.agent import IAgent
     from raf.engine.workflow import Workflow
 
 __all__ = [
@@ -49,19 +48,15 @@ __all__ = [
     "TurnRecord",
     "Waiting",
     "answers_from",
-    "invoke_child",
     "root_turn",
     "run_as_agent",
 ]
 
-_WAITING = "#pending"
-_RUNNING = "#running"
-_FOREIGN = "#foreign"
-_ENGINE_KEYS = (_WAITING, _RUNNING, _FOREIGN)
-
-
-def _key(path: AgentPath, suffix: str) -> str:
-    return "/".join(path) + suffix
+_WAITING = WAITING
+_RUNNING = RUNNING
+_ENGINE_KEYS = (WAITING, RUNNING, FOREIGN)
+_key = key_of
+_text = text_of
 
 
 # --- waiting -------------------------------------------------------------------------------
@@ -123,15 +118,6 @@ def load_waiting(session: Session, path: AgentPath, workflow: Workflow) -> Waiti
     return Waiting.from_json(kept)
 
 
-def forget_waiting(session: Session, path: AgentPath) -> None:
-    """Forget what the agent at `path`, and every agent nested in it, keeps while waiting."""
-    session.pop(_key(path, _WAITING))
-    session.pop(_key(path, _FOREIGN))
-    for key in session.keys("/".join(path) + "/"):
-        if key.endswith((_WAITING, _FOREIGN)):
-            session.pop(key)
-
-
 def answers_from(messages: Sequence[ChatMessage], request_ids: Sequence[str]) -> dict[str, Any]:
     """The answers a turn's messages give to the open requests `request_ids` (oldest first).
 
@@ -164,18 +150,10 @@ def _as_history(messages: Sequence[ChatMessage], answers: dict[str, Any]) -> lis
     for message in messages:
         results = [c for c in message.contents if c.type == "tool_result" and c.call_id in answers]
         if results and message.role == "tool":
-            kept.append(ChatMessage.user("\n".join(r.result for r in results)))
+            kept.append(ChatMessage.user("\n".join(_text(answers[r.call_id]) for r in results)))
         else:
             kept.append(message)
     return kept
-
-
-def _answer_messages(state: RunState, order: Sequence[str]) -> list[ChatMessage]:
-    """The answers `state` holds, as the user messages the history keeps, in `order`."""
-    answers = state.answers
-    ids = [rid for rid in dict.fromkeys(order) if rid in answers]
-    ids += [rid for rid in answers if rid not in set(ids)]
-    return [ChatMessage.user(_text(answers[rid])) for rid in ids]
 
 
 def _parse(text: str) -> Any:
@@ -183,12 +161,6 @@ def _parse(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return text
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, default=str)
 
 
 def _without(messages: Sequence[ChatMessage], written: Sequence[ChatMessage]) -> list[ChatMessage]:
@@ -214,6 +186,8 @@ class TurnRecord:
 
     path: AgentPath
     """The root agent's path (its history key is `"{path}#history"`)."""
+    base: int
+    """How many messages the history held before the turn."""
     entered: list[ChatMessage]
     """The turn's new messages as the history keeps them."""
     recorded: list[ChatMessage] = field(default_factory=lambda: list[ChatMessage]())
@@ -223,6 +197,7 @@ class TurnRecord:
         """The record as checkpoint data, with what the turn produced so far."""
         return {
             "path": list(self.path),
+            "base": self.base,
             "entered": encode(self.entered, "the messages of the turn"),
             "recorded": encode(self.recorded, "the messages of the turn"),
             "produced": encode(produced, "the messages of the turn"),
@@ -234,6 +209,7 @@ class TurnRecord:
         kept = cast(dict[str, Any], data)
         record = cls(
             tuple(str(p) for p in cast(list[Any], kept["path"])),
+            int(kept["base"]),
             cast(list[ChatMessage], decode(kept["entered"])),
             cast(list[ChatMessage], decode(kept["recorded"])),
         )
@@ -408,7 +384,7 @@ async def run_as_agent(
         session,
         scope=path,
         agent_context=ctx,
-        progress=root if root is not None else nested,
+        progress=root if root is not None and root.checkpoints else nested,
         call=ctx.call,
     )
     if root is not None:
@@ -440,7 +416,12 @@ async def root_turn(
     workflow: Workflow, messages: list[ChatMessage], ctx: RunContext, sink: AgentSink
 ) -> AgentResponse:
     """One turn of a workflow agent that is the root of its run: answer what it waits on,
-    run or resume, and write the turn into the session history exactly once, in order."""
+    run or resume, and write the turn into the session history exactly once, in order.
+
+    The response of a waiting turn holds what its agents produced so far; the response of the
+    turn that completes holds the whole answer (the messages an uninterrupted turn would
+    give), though the history holds each message once.
+    """
     session = ctx.session
     history_key = ctx.key("history")
     history = session.get_as(history_key, message_list_adapter) or []
@@ -453,12 +434,14 @@ async def root_turn(
         entered = _as_history(messages, answers)
         recorded = waiting.recorded
     conversation = [*history, *entered]
-    record = TurnRecord(ctx.path, entered, recorded)
+    record = TurnRecord(ctx.path, len(history), entered, recorded)
     response = await run_as_agent(workflow, conversation, ctx, sink, record=record)
-    new = _write_turn(
+    _write_turn(
         session, ctx.path, workflow, conversation, recorded, response.messages, response.status
     )
-    return response.model_copy(update={"messages": new})
+    # A waiting turn answers with what its agents produced so far; the turn that completes
+    # the chain with the whole answer, as an uninterrupted turn would.
+    return response
 
 
 def _write_turn(
@@ -502,10 +485,11 @@ def _drop_last(history: list[ChatMessage], stale: list[ChatMessage]) -> list[Cha
     return kept
 
 
-def answer_messages(state: RunState) -> list[ChatMessage]:
-    """The answers a resume gives (`state.answers`), as the history keeps them: user messages,
-    in the order of the requests."""
-    return _answer_messages(state, [r.request_id for r in state.requests])
+def answer_messages(state: RunState, responses: Mapping[str, Any]) -> list[ChatMessage]:
+    """The answers a resume gives (`responses`), as the history keeps them: user messages, in
+    the order of the requests."""
+    ids = [r.request_id for r in state.requests if r.request_id in responses]
+    return [ChatMessage.user(_text(responses[rid])) for rid in ids]
 
 
 def finish_resumed_turn(
@@ -523,7 +507,8 @@ def finish_resumed_turn(
     if status == "failed":
         return
     history = session.get_as(_key(record.path, "#history"), message_list_adapter) or []
-    written = [*history, *record.entered]
+    # The history as the turn found it: a live session may hold what the turn wrote since.
+    written = [*history[: record.base], *record.entered]
     recorded = list(record.recorded)
     if answers:
         # The waiting turn's own messages come first, then the answers.
@@ -547,58 +532,6 @@ def restore_session(session: Session, snapshot: dict[str, Any], scope: AgentPath
         if key.endswith(_ENGINE_KEYS) and key not in snapshot:
             session.pop(key)
     session.merge(snapshot)
-
-
-# --- children of nodes ----------------------------------------------------------------------
-
-
-async def invoke_child(
-    agent: IAgent,
-    messages: list[ChatMessage],
-    ctx: RunContext,
-    *,
-    call: str | None,
-    fresh: bool,
-) -> AgentResponse:
-    """Run `agent` for a workflow node whose agent context is `ctx`.
-
-    `fresh` (not a resumed handling) forgets what the agent kept from an earlier wait. An
-    agent that is not raf's keeps its own session in this one while it waits; the next turn
-    runs it on that session with this turn's answers to its requests, as typed tool results.
-    """
-    session = ctx.session
-    path = (*ctx.path, agent.id)
-    if fresh:
-        forget_waiting(session, path)
-    if isinstance(agent, BaseAgent):
-        return await invoke_agent(agent, messages, ctx, call=call)
-    key = _key(path, _FOREIGN)
-    kept = session.get(key)
-    prefix = "/".join(ctx.path) + "/" if ctx.path else ""
-    if kept is None:
-        own = Session(store=session.store)
-        response = await invoke_agent(agent, messages, ctx, session=own)
-    else:
-        data = cast(dict[str, Any], kept)
-        own = Session.from_json(str(data["session"]), store=session.store)
-        answers = ctx.turn.answers
-        replies = [
-            ChatMessage(
-                role="tool",
-                contents=[
-                    ToolResultContent(call_id=rid[len(prefix) :], result=_text(answers[rid]))
-                ],
-            )
-            for rid in cast(list[str], data["requests"])
-            if rid in answers
-        ]
-        response = await invoke_agent(agent, replies, ctx, session=own)
-    if response.status == "waiting":
-        requests = [r.request_id for r in response.pending]
-        session.set(key, {"session": own.to_json(), "requests": requests})
-    elif kept is not None:
-        session.pop(key)
-    return response
 
 
 # --- the response and the stream ------------------------------------------------------------

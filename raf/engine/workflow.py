@@ -220,19 +220,23 @@ class Workflow:
         agents (to any depth) output (done once, before anything is decoded on resume)."""
         if self._declared:
             return
+        from raf.agent import BaseAgent
         from raf.engine.codec import register_model
-        from raf.registry import walk
 
+        agents: list[Any] = []
         for executor in self._executors.values():
             for model in executor.models():
                 register_model(model)
-            agent = executor.as_agent()
-            if agent is None:
+            agents.append(executor.as_agent())
+        while agents:
+            # raf's own agents, to any depth (an agent that is not raf's keeps its own state).
+            agent = agents.pop()
+            if not isinstance(agent, BaseAgent):
                 continue
-            for _, member in walk(agent):
-                schema: Any = getattr(member, "schema", None)
-                if isinstance(schema, type) and issubclass(schema, BaseModel):
-                    register_model(schema)
+            schema: Any = getattr(agent, "schema", None)
+            if isinstance(schema, type) and issubclass(schema, BaseModel):
+                register_model(schema)
+            agents.extend(agent.subagents())
         self._declared = True
 
     def to_mermaid(self) -> str:
@@ -320,7 +324,8 @@ class Workflow:
         run_session = session if session is not None else Session()
         root = RootRun(run_session, None)
         turn = Turn(engine=root)
-        runner = Runner(self, state, sink, run_session, turn=turn, progress=root)
+        progress = root if root.checkpoints else None
+        runner = Runner(self, state, sink, run_session, turn=turn, progress=progress)
         root.runner = runner
         return await runner.execute(), state
 
@@ -358,7 +363,7 @@ class Workflow:
         data = checkpoint.data.get("turn")
         turn_data = None if data is None else TurnRecord.from_json(data)
         root = RootRun(session, None if turn_data is None else turn_data[0])
-        answers = answer_messages(state)
+        answers = answer_messages(state, responses or {})
         turn = Turn(answers=dict(state.answers), engine=root)
         runner = Runner(self, state, sink, session, scope=scope, turn=turn, progress=root)
         root.runner = runner

@@ -123,7 +123,8 @@ async def test_plain_text_answers_the_oldest_of_several_requests() -> None:
     assert [u.request_id for u in second if isinstance(u, RequestInfoUpdate)] == ["wf/b@1#0"]
     assert calls.count == {"start": 1, "a": 2, "b": 1}  # b, not answered yet, did not run
     final = await agent.run("second answer").collect()
-    assert [m.text for m in final.messages] == ["b=second answer"]
+    # The whole turn's answer, as if it had never stopped.
+    assert [m.text for m in final.messages] == ["a=first answer", "b=second answer"]
     assert calls.count == {"start": 1, "a": 2, "b": 2}
 
 
@@ -240,7 +241,12 @@ async def test_parallel_nested_requests_have_distinct_ids_and_are_answered_by_id
     assert second_calls.count["publish"] == 1 and first_calls.count["publish"] == 0
     assert first_calls.count["review"] == 1  # not answered: it did not run again
     done = await outer.run("first ok", session).collect()
-    assert sorted(m.text for m in done.messages) == ["draft on owls: first ok"]
+    assert sorted(m.text for m in done.messages) == [
+        "draft on owls: first ok",
+        "draft on owls: second ok",
+    ]
+    history = [m.text for m in session.get("outer#history")]
+    assert history.count("draft on owls: second ok") == 1
     assert first_calls.count == {"intake": 1, "review": 2, "publish": 1}
     assert second_calls.count == {"intake": 1, "review": 2, "publish": 1}
 

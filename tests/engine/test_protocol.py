@@ -134,7 +134,11 @@ async def test_a_plain_text_answer_goes_to_the_oldest_request_in_stream_order() 
     assert [r.request_id for r in waiting.pending] == ["team/a/ask@0#0"]
     assert [m.text for m in waiting.messages] == ["verdict: to the first asker"]
     done = await team.run("to the second", session).collect()
-    assert [m.text for m in done.messages] == ["verdict: to the second"]
+    # The whole answer, as an uninterrupted turn would give it; the history has it once.
+    assert [m.text for m in done.messages] == [
+        "verdict: to the second",
+        "verdict: to the first asker",
+    ]
     assert [m.text for m in session.get("team#history")] == [
         "draft",
         "to the first asker",
@@ -160,8 +164,8 @@ async def test_answers_enter_the_history_after_what_the_waiting_turn_produced() 
     waiting = await pipeline.run("cats", session).collect()
     assert [m.text for m in waiting.messages] == ["a draft on cats"]
     done = await pipeline.run("approved", session).collect()
-    # The turn's messages enter once: the draft before the answer, the rest after it.
-    assert [m.text for m in done.messages] == ["verdict: approved", "published"]
+    assert [m.text for m in done.messages] == ["a draft on cats", "verdict: approved", "published"]
+    # The turn's messages enter the history once: the draft before the answer, the rest after.
     history = [m.text for m in session.get("p#history")]
     assert history == ["cats", "a draft on cats", "approved", "verdict: approved", "published"]
 
