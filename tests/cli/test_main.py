@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from raf.cli import as_agent, load_target, main
+from raf.cli.main import main
+from raf.cli.targets import as_agent, load_target
 
 
 @pytest.fixture(autouse=True)

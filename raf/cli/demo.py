@@ -21,7 +21,7 @@ from rich.console import Console
 
 from raf.agent import IAgent
 from raf.builders import ConcurrentBuilder, SequentialBuilder
-from raf.live_tree import stream_live
+from raf.cli.live_tree import stream_live
 from raf.messages import ChatMessage
 from raf.providers.base import LlmProvider
 from raf.react import ReactAgent
