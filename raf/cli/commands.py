@@ -1,38 +1,74 @@
-"""`raf run`, `raf tree` and `raf graph`."""
+"""The handlers of `raf run`, `raf tree`, `raf graph`, `raf demo` and `raf acp`.
+
+Each takes the parsed arguments and a console and returns the exit status; a mistake in the
+arguments raises `SystemExit` with a one-line message (status 2, printed by `raf.cli.main`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
-from raf.cli.live_tree import stream_live
+from raf.cli.interrupt import until_interrupted
+from raf.cli.run import (
+    RunRequest,
+    load_session,
+    print_answer,
+    print_waiting,
+    run_agent,
+    save_session,
+)
 from raf.cli.targets import as_agent, load_target
+from raf.errors import AgentError
 from raf.registry import AgentTree, tree_of
+from raf.updates import AgentResponse, RequestInfoUpdate
 
-
-def _print_tree(tree: AgentTree, console: Console) -> None:
-    def add(node: Tree, sub: AgentTree) -> None:
-        branch = node.add(f"[bold]{sub.id}[/] [dim]({sub.kind})[/] {sub.description}")
-        for child in sub.children:
-            add(branch, child)
-
-    root = Tree(f"[bold]{tree.id}[/] [dim]({tree.kind})[/] {tree.description}")
-    for child in tree.children:
-        add(root, child)
-    console.print(root)
+EXIT_FAILED = 1
+"""The exit status of a run that failed."""
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
-    """`raf run MODULE:ATTR PROMPT`."""
-    agent = as_agent(load_target(args.target))
-    response = anyio.run(stream_live, agent, args.prompt, console)
-    if response is not None and response.value is not None:
-        console.print(f"[bold]value:[/] {response.value!r}")
-    return 0
+    """`raf run MODULE:ATTR PROMPT [--session FILE] [--json]`."""
+    request = RunRequest(
+        target=args.target,
+        prompt=args.prompt,
+        session_file=Path(args.session) if args.session is not None else None,
+        as_json=args.json,
+    )
+    session = load_session(request.session_file)
+    agent = as_agent(load_target(request.target))
+    outcome: list[tuple[AgentResponse, list[RequestInfoUpdate]]] = []
+
+    async def body() -> int:
+        try:
+            outcome.append(await run_agent(agent, request, session, console))
+        except AgentError as exc:
+            # The message says what happened, where (the agent path) and what to do.
+            errors = console if not request.as_json else Console(stderr=True)
+            errors.print()
+            errors.print(f"[bold red]{type(exc).__name__}:[/] {escape(str(exc))}")
+            return EXIT_FAILED
+        return 0
+
+    status = anyio.run(until_interrupted, body)
+    if not outcome:
+        return status
+    response, waiting = outcome[0]
+    if session is not None and request.session_file is not None:
+        save_session(session, request.session_file)
+    notes = Console(stderr=True) if request.as_json else console
+    if not request.as_json:
+        console.print()
+        print_answer(agent, response, console)
+    if waiting:
+        print_waiting(waiting, request, notes)
+    return status
 
 
 def cmd_tree(args: argparse.Namespace, console: Console) -> int:
@@ -51,6 +87,50 @@ def cmd_graph(args: argparse.Namespace, console: Console) -> int:
     workflow = getattr(target, "workflow", target)
     render = getattr(workflow, "to_mermaid" if args.format == "mermaid" else "to_dot", None)
     if render is None:
-        raise SystemExit(f"{type(target).__name__} is not a workflow; `raf graph` needs one")
+        raise SystemExit(
+            f"{args.target} is a {type(target).__name__}, not a workflow; `raf graph` draws a "
+            "Workflow or a workflow's agent"
+        )
     print(render())
     return 0
+
+
+def cmd_demo(args: argparse.Namespace, console: Console) -> int:
+    """`raf demo [PROMPT]`."""
+    from raf.cli.demo import run_demo
+
+    prompt: str = args.prompt
+
+    async def body() -> int:
+        return await run_demo(console, prompt)
+
+    return anyio.run(until_interrupted, body)
+
+
+def cmd_acp(args: argparse.Namespace, console: Console) -> int:
+    """`raf acp MODULE:ATTR`: serve the agent to an ACP client over stdio."""
+    try:
+        from raf.serve.acp import serve_stdio
+    except ImportError as exc:
+        raise SystemExit(
+            f"`raf acp` needs the ACP extra ({exc.name} is missing): pip install 'raf[acp]'"
+        ) from None
+    agent = as_agent(load_target(args.target))
+
+    async def body() -> int:
+        await serve_stdio(agent)
+        return 0
+
+    return anyio.run(until_interrupted, body, backend="asyncio")
+
+
+def _print_tree(tree: AgentTree, console: Console) -> None:
+    def add(node: Tree, sub: AgentTree) -> None:
+        branch = node.add(f"[bold]{sub.id}[/] [dim]({sub.kind})[/] {sub.description}")
+        for child in sub.children:
+            add(branch, child)
+
+    root = Tree(f"[bold]{tree.id}[/] [dim]({tree.kind})[/] {tree.description}")
+    for child in tree.children:
+        add(root, child)
+    console.print(root)

@@ -1,103 +1,125 @@
+"""The `raf` command through its script: help, version, demo, tree, graph, mistakes, Ctrl-C."""
+
 from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
+import signal
+import subprocess
+from importlib import metadata
 
+import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
+import raf as raf_package
 from raf.cli.main import main
-from raf.cli.targets import as_agent, load_target
+from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env, raf
+from tests.cli.targets import STARTED
+
+pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("OPENAI_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("COLUMNS", "120")
+async def test_help_and_version() -> None:
+    done = await raf("--help")
+    assert done.status == 0
+    for command in ("demo", "run", "tree", "graph", "acp"):
+        assert command in done.out
+    run_help = await raf("run", "--help")
+    assert "--session FILE" in run_help.out and "--json" in run_help.out
+    version = await raf("--version")
+    assert version.out == f"raf {metadata.version('raf')}\n" == f"raf {raf_package.__version__}\n"
 
 
-def test_demo_streams_the_nested_tree(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo"]) == 0
-    out = capsys.readouterr().out
+async def test_demo_streams_the_nested_tree_and_answers() -> None:
+    done = await raf("demo")
+    assert done.status == 0, done.err
     for agent_id in ("trip", "itinerary", "researcher", "planner", "logistics", "packer"):
-        assert agent_id in out
-    assert "find_sights ✓" in out and "forecast ✓" in out
-    assert "tokens in the whole tree" in out
-    assert "model: scripted, offline" in out
+        assert agent_id in done.out
+    assert "find_sights ✓" in done.out and "forecast ✓" in done.out
+    assert "planner: The estimate is about 240 EUR for 2 days." in done.out
+    assert "tokens in the whole tree" in done.out
+    assert "model: scripted, offline" in done.out
 
 
-def test_tree_json_is_the_agent_tree(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["tree", "examples.registry:build_newsroom", "--json"]) == 0
-    tree = json.loads(capsys.readouterr().out)
+async def test_tree_as_json_and_drawn() -> None:
+    done = await raf("tree", "examples.registry:build_newsroom", "--json")
+    tree = json.loads(done.out)
     assert tree["id"] == "newsroom" and tree["kind"] == "concurrent"
     assert [c["id"] for c in tree["children"]] == ["writing", "check"]
+    drawn = await raf("tree", "examples.registry:build_newsroom")
+    assert "newsroom (concurrent)" in drawn.out and "polish (function)" in drawn.out
 
 
-def test_tree_is_drawn(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["tree", "examples.registry:build_newsroom"]) == 0
-    out = capsys.readouterr().out
-    assert "newsroom (concurrent)" in out and "polish (function)" in out
+async def test_graph_renders_a_workflow_as_mermaid_and_dot() -> None:
+    for fmt, marker in (("mermaid", "flowchart"), ("dot", "digraph")):
+        done = await raf("graph", "examples.registry:build_newsroom", "--format", fmt)
+        assert done.status == 0
+        assert marker in done.out and "dispatcher" in done.out and "aggregator" in done.out
 
 
-@pytest.mark.parametrize(("fmt", "marker"), [("mermaid", "flowchart"), ("dot", "digraph")])
-def test_graph_renders_a_workflow(
-    fmt: str, marker: str, capsys: pytest.CaptureFixture[str]
+async def test_a_bad_target_or_a_factory_needing_arguments_is_one_line_and_status_2() -> None:
+    for args, says in (
+        (("run", "examples.registry:nope", "hi"), "has no attribute 'nope'; it has build_newsroom"),
+        (("run", "tests.cli.targets:needs_args", "hi"), "needs arguments (name); raf calls"),
+    ):
+        done = await raf(*args)
+        assert done.status == 2
+        assert done.err.startswith("raf run: ") and says in done.err
+        assert done.err.count("\n") == 1 and "Traceback" not in done.out
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("run", "examples.registry", "hi"), "expected MODULE:ATTR"),
+        (("run", "no_such_module:agent", "hi"), "no module 'no_such_module'; run raf from"),
+        (("tree", "examples.registry:nope"), "has no attribute 'nope'; it has build_newsroom"),
+        (("run", "missing.py:agent", "hi"), "no file 'missing.py'"),
+        (("run", "tests.cli.targets:needs_args", "hi"), "needs arguments (name); raf calls"),
+        (("run", "tests.cli.targets:broken", "hi"), "RuntimeError: the database is down"),
+        (("run", "tests.cli.targets:no_key", "hi"), "no API key; set OPENAI_API_KEY"),
+        (("run", "tests.cli.targets:STARTED", "hi"), "neither an IAgent nor a Workflow"),
+        (("graph", "tests.cli.targets:slow"), "not a workflow; `raf graph` draws"),
+        (
+            ("run", "tests.cli.targets:pair", "hi", "--session", "pyproject.toml"),
+            "not a raf session",
+        ),
+    ],
+)
+def test_every_mistake_is_one_line_and_status_2(
+    args: tuple[str, ...],
+    says: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert main(["graph", "examples.registry:build_newsroom", "--format", fmt]) == 0
-    out = capsys.readouterr().out
-    assert marker in out and "dispatcher" in out and "aggregator" in out
+    for name in [n for n in os.environ if n.startswith("OPENAI_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(ROOT)
+    assert main(list(args)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"raf {args[0]}: ") and says in captured.err
+    assert captured.err.count("\n") == 1 and captured.out == ""
 
 
-def test_run_streams_a_target(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "examples.registry:build_newsroom", "hello"]) == 0
-    out = capsys.readouterr().out
-    assert "polished" in out and "checked" in out
-
-
-def test_bad_targets_say_what_is_wrong() -> None:
-    with pytest.raises(SystemExit, match="expected MODULE:ATTR"):
-        load_target("examples.registry")
-    with pytest.raises(SystemExit, match="has no attribute 'nope'"):
-        load_target("examples.registry:nope")
-    with pytest.raises(SystemExit, match="neither an IAgent nor a Workflow"):
-        as_agent(42)
-
-
-def test_a_file_may_share_its_name_with_a_standard_module(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "helpers_for_cli.py").write_text("PREFIX = 'both said'\n")
-    target = tmp_path / "concurrent.py"
-    target.write_text(
-        "from helpers_for_cli import PREFIX\n"
-        "from raf import ConcurrentBuilder, FunctionAgent\n"
-        "agent = (\n"
-        "    ConcurrentBuilder(id='pair')\n"
-        "    .add_agent(FunctionAgent('a', lambda m: PREFIX + ' A'))\n"
-        "    .add_agent(FunctionAgent('b', lambda m: 'B'))\n"
-        "    .build()\n"
-        ")\n"
+async def test_ctrl_c_cancels_a_run_at_once_despite_a_blocked_tool_thread() -> None:
+    process = await anyio.open_process(
+        [RAF, "run", "tests.cli.targets:slow", "go"],
+        cwd=ROOT,
+        env=offline_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
-    assert main(["run", f"{target}:agent", "hi"]) == 0
-    assert "both said A" in capsys.readouterr().out
-    assert "concurrent.futures" in sys.modules  # the standard package is untouched
-
-
-def test_a_failing_run_prints_the_error_with_its_path(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    target = tmp_path / "failing.py"
-    target.write_text(
-        "from raf import FunctionAgent, SequentialBuilder\n"
-        "def broken(messages):\n"
-        "    raise RuntimeError('[bold]no[/bold] database')\n"
-        "agent = SequentialBuilder(id='s').add_agent(FunctionAgent('b', broken)).build()\n"
-    )
-    assert main(["run", f"{target}:agent", "hi"]) == 1
-    out = capsys.readouterr().out
-    assert "WorkflowError: executor 'b' failed" in out and "(at 's')" in out
-    assert "RuntimeError: [bold]no[/bold] database" in out
-    assert "Traceback" not in out
+    async with process:
+        assert process.stdout is not None and process.stderr is not None
+        lines = BufferedByteReceiveStream(process.stdout)
+        with anyio.fail_after(TIMEOUT):
+            while STARTED.encode() not in await lines.receive_until(b"\n", 65536):
+                pass
+        process.send_signal(signal.SIGINT)
+        # The tool sleeps for a minute: the process must not wait for its thread.
+        with anyio.fail_after(10):
+            status = await process.wait()
+        err = (await process.stderr.receive()).decode()
+    assert status == 130
+    assert err == "raf run: cancelled\n"
