@@ -27,7 +27,7 @@ from raf.cli.run import (
 from raf.cli.targets import as_agent, load_target
 from raf.errors import AgentError
 from raf.registry import AgentTree, tree_of
-from raf.updates import AgentResponse, RequestInfoUpdate
+from raf.updates import AgentResponse
 
 EXIT_FAILED = 1
 """The exit status of a run that failed."""
@@ -43,7 +43,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     )
     session = load_session(request.session_file)
     agent = as_agent(load_target(request.target))
-    outcome: list[tuple[AgentResponse, list[RequestInfoUpdate]]] = []
+    outcome: list[AgentResponse] = []
 
     async def body() -> int:
         try:
@@ -59,15 +59,15 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     status = anyio.run(until_interrupted, body)
     if not outcome:
         return status
-    response, waiting = outcome[0]
+    response = outcome[0]
     if session is not None and request.session_file is not None:
         save_session(session, request.session_file)
     notes = Console(stderr=True) if request.as_json else console
     if not request.as_json:
         console.print()
         print_answer(agent, response, console)
-    if waiting:
-        print_waiting(waiting, request, notes)
+    if response.status == "waiting":
+        print_waiting(response.pending, request, notes)
     return status
 
 

@@ -169,7 +169,7 @@ async def run_demo(console: Console, prompt: str) -> int:
     async with demo_providers() as providers:
         agent = build_demo(providers)
         console.print(f"[dim]model: {_model_note(providers)}[/]")
-        response, _ = await stream_live(agent, prompt, console)
+        response = await stream_live(agent, prompt, console)
     console.print()
     print_answer(agent, response, console)
     console.print(f"[dim]{response.usage.total_tokens} tokens in the whole tree[/]")

@@ -28,8 +28,13 @@ _JOIN_GRACE = 0.2
 
 
 async def until_interrupted(body: Callable[[], Awaitable[int]]) -> int:
-    """Run `body`, cancelling it on SIGINT; return its exit status, or 130 when interrupted."""
+    """Run `body`, cancelling it on SIGINT; return its exit status, or 130 when interrupted.
+
+    Raises:
+        Exception: what `body` raised, as itself (not in an exception group).
+    """
     status = EXIT_INTERRUPTED
+    error: Exception | None = None
     with anyio.open_signal_receiver(signal.SIGINT) as signals:
         async with anyio.create_task_group() as tg:
 
@@ -39,12 +44,17 @@ async def until_interrupted(body: Callable[[], Awaitable[int]]) -> int:
                     return
 
             async def work() -> None:
-                nonlocal status
-                status = await body()
+                nonlocal status, error
+                try:
+                    status = await body()
+                except Exception as exc:
+                    error = exc
                 tg.cancel_scope.cancel()
 
             tg.start_soon(cancel_on_signal)
             tg.start_soon(work)
+    if error is not None:
+        raise error
     return status
 
 

@@ -108,12 +108,8 @@ def _short(text: str, limit: int) -> str:
 
 async def stream_live(
     agent: IAgent, prompt: str, console: Console, session: Session | None = None
-) -> tuple[AgentResponse, LiveTree]:
-    """Run `agent` on `prompt`, drawing the live tree on `console`.
-
-    Returns:
-        The response, and the view (with the requests the run ended waiting on).
-    """
+) -> AgentResponse:
+    """Run `agent` on `prompt`, drawing the live tree on `console`; return the response."""
     view = LiveTree(agent.id)
     run = agent.run(prompt, session=session)
     with Live(view.render(), console=console, refresh_per_second=12) as live:
@@ -122,4 +118,4 @@ async def stream_live(
                 view.apply(update)
                 live.update(view.render())
     assert run.response is not None  # the stream ended without raising
-    return run.response, view
+    return run.response

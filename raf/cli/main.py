@@ -15,6 +15,7 @@ in the command (said in one line), 130 cancelled by Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, cast
@@ -26,6 +27,9 @@ from raf.cli.interrupt import EXIT_INTERRUPTED, exit_now
 
 EXIT_MISTAKE = 2
 """The exit status of a mistake in the command (as argparse's own usage errors)."""
+
+EXIT_BROKEN_PIPE = 141
+"""The exit status when stdout's reader went away, as for a process that SIGPIPE ended."""
 
 _TARGET_HELP = "MODULE:ATTR, an agent, a workflow or a zero-argument factory of either"
 
@@ -82,6 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_MISTAKE
     except KeyboardInterrupt:  # before or after the run, which handles its own
         status = EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of stdout went away (`raf run ... --json | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     if status == EXIT_INTERRUPTED:
         print(f"raf {args.command}: cancelled", file=sys.stderr)
     return status

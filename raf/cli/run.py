@@ -75,28 +75,22 @@ def save_session(session: Session, path: Path) -> None:
 
 async def run_agent(
     agent: IAgent, request: RunRequest, session: Session | None, console: Console
-) -> tuple[AgentResponse, list[RequestInfoUpdate]]:
-    """Run `agent` as `request` says; return the response and the requests it waits on."""
+) -> AgentResponse:
+    """Run `agent` as `request` says; return the response."""
     if request.as_json:
         return await _stream_json(agent, request.prompt, session)
     console.print(f"[dim]running {escape(agent.id)} ({agent.metadata.kind}); Ctrl-C cancels[/]")
-    response, view = await stream_live(agent, request.prompt, console, session)
-    return response, view.requests
+    return await stream_live(agent, request.prompt, console, session)
 
 
-async def _stream_json(
-    agent: IAgent, prompt: str, session: Session | None
-) -> tuple[AgentResponse, list[RequestInfoUpdate]]:
-    requests: list[RequestInfoUpdate] = []
+async def _stream_json(agent: IAgent, prompt: str, session: Session | None) -> AgentResponse:
     run = agent.run(prompt, session=session)
     async with run as stream:
         async for update in stream:
             sys.stdout.write(update.model_dump_json() + "\n")
             sys.stdout.flush()  # a reader sees each update as it happens
-            if isinstance(update, RequestInfoUpdate):
-                requests.append(update)
     assert run.response is not None  # the stream ended without raising
-    return run.response, requests
+    return run.response
 
 
 def print_answer(agent: IAgent, response: AgentResponse, console: Console) -> None:

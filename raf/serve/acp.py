@@ -23,7 +23,7 @@ import json
 import os
 import sys
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
@@ -74,14 +74,6 @@ class _AcpSession:
     session: Session
     turn: anyio.CancelScope | None = None
     cancelled: bool = False
-
-
-@dataclass
-class _Outcome:
-    """What one run of a turn gave."""
-
-    response: AgentResponse
-    waiting: list[RequestInfoUpdate] = field(default_factory=lambda: list[RequestInfoUpdate]())
 
 
 class AcpServer:
@@ -169,22 +161,24 @@ class AcpServer:
         messages: str | list[ChatMessage] = text
         input_tokens = output_tokens = 0
         while True:
-            outcome = await self._run(session_id, state.session, messages, updates)
-            input_tokens += outcome.response.usage.input_tokens
-            output_tokens += outcome.response.usage.output_tokens
+            response = await self._run(session_id, state.session, messages, updates)
+            input_tokens += response.usage.input_tokens
+            output_tokens += response.usage.output_tokens
             usage = Usage(
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
                 total_tokens=input_tokens + output_tokens,
             )
-            if not outcome.waiting:
-                value = outcome.response.value
+            if response.status == "completed":
+                for chunk in updates.unsaid(response.messages):
+                    await self._send(session_id, chunk)
+                value = response.value
                 if value is not None:
                     await self._send(session_id, updates.say(_value_block(value)))
                 return "end_turn", usage
-            askable = [r for r in outcome.waiting if choices_of(r.payload) is not None]
+            askable = [r for r in response.pending if choices_of(r.payload) is not None]
             if not askable:  # free-text questions: the next prompt answers them
-                for request in outcome.waiting:
+                for request in response.pending:
                     await self._send(session_id, updates.say(as_message(request)))
                 return "end_turn", usage
             answers: list[ChatMessage] = []
@@ -201,14 +195,11 @@ class AcpServer:
         session: Session,
         messages: str | list[ChatMessage],
         updates: TurnUpdates,
-    ) -> _Outcome:
-        waiting: list[RequestInfoUpdate] = []
+    ) -> AgentResponse:
         run = self.agent.run(messages, session=session)
         try:
             async with run as stream:
                 async for update in stream:
-                    if isinstance(update, RequestInfoUpdate):
-                        waiting.append(update)
                     for acp_update in updates.map(update):
                         await self._send(session_id, acp_update)
         except AgentError as exc:
@@ -218,7 +209,7 @@ class AcpServer:
                 {"error": type(exc).__name__, "path": list(exc.path)},
             ) from exc
         assert run.response is not None  # the stream ended without raising
-        return _Outcome(run.response, waiting)
+        return run.response
 
     async def _ask(self, session_id: str, request: RequestInfoUpdate) -> str | None:
         """Ask a request that offers choices by a permission request: the chosen choice, or

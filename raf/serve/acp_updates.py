@@ -44,6 +44,7 @@ from acp.schema import (
     ToolKind,
 )
 
+from raf.messages import ChatMessage
 from raf.updates import AgentPath, AgentUpdate
 
 U = TypeVar("U", AgentMessageChunk, AgentThoughtChunk, ToolCallStart, ToolCallProgress)
@@ -69,6 +70,7 @@ class TurnUpdates:
 
     def __init__(self) -> None:
         self._speaker: AgentPath | None = None
+        self._authors: set[str] = set()
         self._arguments: dict[str, list[str]] = {}
         self._tools: dict[str, str] = {}
         self._plan: dict[tuple[AgentPath, str], PlanEntryStatus] = {}
@@ -113,11 +115,19 @@ class TurnUpdates:
                 self._plan[(path, update.executor_id)] = "in_progress"
                 return [self._plan_update()]
             case "executor_invoked":
-                waiting = getattr(update, "status", "completed") == "waiting"
+                waiting = update.status == "waiting"
                 self._plan[(path, update.executor_id)] = "pending" if waiting else "completed"
                 return [self._plan_update()]
             case _:
                 return []
+
+    def unsaid(self, messages: list[ChatMessage]) -> list[AgentMessageChunk]:
+        """The response's messages from agents that streamed no text (a graph's outputs)."""
+        return [
+            self.say(f"**{m.author}**: {m.text}" if m.author else m.text)
+            for m in messages
+            if m.role == "assistant" and m.text and (m.author or "") not in self._authors
+        ]
 
     def say(self, text: str) -> AgentMessageChunk:
         """A message of raf's own (a question, a structured value), set apart from the text."""
@@ -126,6 +136,7 @@ class TurnUpdates:
         return update_agent_message_text(separator + text)
 
     def _speak(self, path: AgentPath, text: str) -> list[AgentMessageChunk]:
+        self._authors.add(path[-1] if path else "")
         if path == self._speaker:
             return [update_agent_message_text(text)]
         header = "\n\n" if self._speaker is not None else ""

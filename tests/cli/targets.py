@@ -126,3 +126,14 @@ def failing() -> object:
         raise RuntimeError("[bold]no[/bold] database")
 
     return SequentialBuilder(id="s").add_agent(FunctionAgent("b", fail)).build()
+
+
+async def _ask_title(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+    title = await ctx.request_info("What title should it have?")
+    await ctx.yield_output(ChatMessage.assistant(f"titled {title}", author="titling"))
+
+
+def question() -> object:
+    """A graph that asks a free-text question."""
+    titling = FunctionExecutor("titling", _ask_title)
+    return WorkflowBuilder("question").add_executor(titling).set_start("titling").build()
