@@ -8,29 +8,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 from pathlib import Path
 
 import anyio
 from rich.console import Console
-from rich.markup import escape
 from rich.tree import Tree
 
 from raf.cli.interrupt import until_interrupted
-from raf.cli.run import (
-    RunRequest,
-    load_session,
-    print_answer,
-    print_waiting,
-    run_agent,
-    save_session,
-)
+from raf.cli.run import RunRequest, load_session, run_and_answer
 from raf.cli.targets import as_agent, load_target
-from raf.errors import AgentError
 from raf.registry import AgentTree, tree_of
-from raf.updates import AgentResponse
-
-EXIT_FAILED = 1
-"""The exit status of a run that failed."""
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
@@ -43,32 +31,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     )
     session = load_session(request.session_file)
     agent = as_agent(load_target(request.target))
-    outcome: list[AgentResponse] = []
-
-    async def body() -> int:
-        try:
-            outcome.append(await run_agent(agent, request, session, console))
-        except AgentError as exc:
-            # The message says what happened, where (the agent path) and what to do.
-            errors = console if not request.as_json else Console(stderr=True)
-            errors.print()
-            errors.print(f"[bold red]{type(exc).__name__}:[/] {escape(str(exc))}")
-            return EXIT_FAILED
-        return 0
-
-    status = anyio.run(until_interrupted, body)
-    if not outcome:
-        return status
-    response = outcome[0]
-    if session is not None and request.session_file is not None:
-        save_session(session, request.session_file)
-    notes = Console(stderr=True) if request.as_json else console
-    if not request.as_json:
-        console.print()
-        print_answer(agent, response, console)
-    if response.status == "waiting":
-        print_waiting(response.pending, request, notes)
-    return status
+    return anyio.run(until_interrupted, partial(run_and_answer, agent, request, session, console))
 
 
 def cmd_tree(args: argparse.Namespace, console: Console) -> int:

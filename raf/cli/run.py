@@ -17,15 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
 from raf.agent import IAgent
 from raf.cli.live_tree import stream_live
+from raf.errors import AgentError
 from raf.messages import ChatMessage
 from raf.session import Session
 from raf.updates import AgentResponse, RequestInfoUpdate
+
+EXIT_FAILED = 1
+"""The exit status of a run that failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,30 @@ def save_session(session: Session, path: Path) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+async def run_and_answer(
+    agent: IAgent, request: RunRequest, session: Session | None, console: Console
+) -> int:
+    """Run `agent` as `request` says, save the session, print the answer; the exit status."""
+    try:
+        response = await run_agent(agent, request, session, console)
+    except AgentError as exc:
+        # The message says what happened, where (the agent path) and what to do.
+        errors = Console(stderr=True) if request.as_json else console
+        errors.print()
+        errors.print(f"[bold red]{type(exc).__name__}:[/] {escape(str(exc))}")
+        return EXIT_FAILED
+    if session is not None and request.session_file is not None:
+        # In a thread that Ctrl-C does not abandon: the file is written whole or not at all.
+        await anyio.to_thread.run_sync(save_session, session, request.session_file)
+    if not request.as_json:
+        console.print()
+        print_answer(agent, response, console)
+    if response.status == "waiting":
+        notes = Console(stderr=True) if request.as_json else console
+        print_waiting(response.pending, request, notes)
+    return 0
 
 
 async def run_agent(
