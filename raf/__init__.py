@@ -155,6 +155,7 @@ def __getattr__(name: str) -> Any:
         return value
     return _lazy_getattr(name)
 
+
 __all__ = [
     "AdapterBinding",
     "AdapterFn",

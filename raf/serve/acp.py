@@ -214,7 +214,7 @@ class AcpServer:
     async def _ask(self, session_id: str, request: RequestInfoUpdate) -> str | None:
         """Ask a request that offers choices by a permission request: the chosen choice, or
         None when the user dismissed it."""
-        choices = choices_of(request.payload) or []
+        options = permission_options(choices_of(request.payload) or [])
         client = self._connected()
         key = f"request:{request.request_id}"
         title = question_of(request)
@@ -225,13 +225,18 @@ class AcpServer:
         await self._send(session_id, start.model_copy(update={"field_meta": meta}))
         asked = update_tool_call(key, title=title, status="pending", raw_input=request.payload)
         reply = await client.request_permission(
-            session_id=session_id, tool_call=asked, options=permission_options(choices)
+            session_id=session_id, tool_call=asked, options=options
         )
         outcome = reply.outcome
         if not isinstance(outcome, AllowedOutcome):
             await self._send(session_id, update_tool_call(key, status="failed"))
             return None
-        answer = choices[int(outcome.option_id)]
+        chosen = [o.name for o in options if o.option_id == outcome.option_id]
+        if not chosen:
+            raise RequestError.invalid_params(
+                {"optionId": outcome.option_id, "details": f"not an option of {key!r}"}
+            )
+        answer = chosen[0]
         await self._send(session_id, update_tool_call(key, status="completed", raw_output=answer))
         return answer
 

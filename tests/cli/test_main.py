@@ -117,8 +117,9 @@ async def test_ctrl_c_cancels_a_run_at_once_despite_a_blocked_tool_thread() -> N
             while STARTED.encode() not in await lines.receive_until(b"\n", 65536):
                 pass
         process.send_signal(signal.SIGINT)
-        # The tool sleeps for a minute: the process must not wait for its thread.
-        with anyio.fail_after(10):
+        # The tool sleeps for a minute: the process must not wait for its thread. It exits
+        # in a fraction of a second; the bound leaves room for a busy machine.
+        with anyio.fail_after(5):
             status = await process.wait()
         err = (await process.stderr.receive()).decode()
     assert status == 130
