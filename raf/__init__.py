@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from raf._lazy import lazy_exports
 from raf.agent import AgentMetadata as AgentMetadata
@@ -61,6 +61,8 @@ from raf.updates import ToolCallStart as ToolCallStart
 from raf.updates import Usage as Usage
 
 if TYPE_CHECKING:
+    __version__: str
+    """The installed version of raf."""
     from raf.adapters import AdapterBinding as AdapterBinding
     from raf.adapters import AdapterFn as AdapterFn
     from raf.adapters import RoleFn as RoleFn
@@ -141,7 +143,18 @@ _LAZY: dict[str, str] = {
 }
 
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+_lazy_getattr, __dir__ = lazy_exports(globals(), _LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name on first use; `__version__` from the installed package's metadata."""
+    if name == "__version__":
+        from importlib.metadata import version
+
+        globals()[name] = value = version("raf")
+        return value
+    return _lazy_getattr(name)
+
 
 __all__ = [
     "AdapterBinding",

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from raf.live_tree import LiveTree
+from raf.cli.live_tree import LiveTree
 from raf.updates import (
     ExecutorInvoked,
     RequestInfoUpdate,

@@ -21,7 +21,8 @@ from rich.console import Console
 
 from raf.agent import IAgent
 from raf.builders import ConcurrentBuilder, SequentialBuilder
-from raf.live_tree import stream_live
+from raf.cli.live_tree import stream_live
+from raf.cli.run import print_answer
 from raf.messages import ChatMessage
 from raf.providers.base import LlmProvider
 from raf.react import ReactAgent
@@ -169,11 +170,8 @@ async def run_demo(console: Console, prompt: str) -> int:
         agent = build_demo(providers)
         console.print(f"[dim]model: {_model_note(providers)}[/]")
         response = await stream_live(agent, prompt, console)
-    if response is None:
-        return 1
     console.print()
-    for message in response.messages:
-        console.print(f"[bold]{message.author}[/]: {message.text}")
+    print_answer(agent, response, console)
     console.print(f"[dim]{response.usage.total_tokens} tokens in the whole tree[/]")
     return 0
 

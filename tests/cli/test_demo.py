@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from raf.demo import run_demo
+from raf.cli.demo import run_demo
 from raf.messages import ChatMessage
 from raf.testing import ScriptedOpenAIServer, Turn, text, tool_calls
 

@@ -18,7 +18,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 from raf.agent import IAgent
-from raf.updates import AgentPath, AgentResponse, AgentUpdate
+from raf.session import Session
+from raf.updates import AgentPath, AgentResponse, AgentUpdate, RequestInfoUpdate
 
 _PREVIEW = 240
 
@@ -39,7 +40,8 @@ class LiveTree:
     def __init__(self, root_id: str) -> None:
         self._root_id = root_id
         self._root = _Node()
-        self.requests: list[str] = []
+        self.requests: list[RequestInfoUpdate] = []
+        """The requests the run waits on, in the order they came."""
 
     def _node(self, path: AgentPath) -> _Node:
         node = self._root
@@ -67,7 +69,7 @@ class LiveTree:
             case "executor_invoked":
                 node.steps[update.executor_id] = "done"
             case "request_info":
-                self.requests.append(f"{update.request_id}: {update.payload!r}")
+                self.requests.append(update)
             case _:
                 pass
 
@@ -80,7 +82,8 @@ class LiveTree:
         tree = Tree(Text(self._root_id, style="bold"))
         self._render_into(tree, self._root)
         if self.requests:
-            waiting = Text("waiting for: " + "; ".join(self.requests), style="yellow")
+            asked = (f"{r.request_id}: {r.payload!r}" for r in self.requests)
+            waiting = Text("waiting for: " + "; ".join(asked), style="yellow")
             return Group(tree, waiting)
         return tree
 
@@ -103,13 +106,16 @@ def _short(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-async def stream_live(agent: IAgent, prompt: str, console: Console) -> AgentResponse | None:
+async def stream_live(
+    agent: IAgent, prompt: str, console: Console, session: Session | None = None
+) -> AgentResponse:
     """Run `agent` on `prompt`, drawing the live tree on `console`; return the response."""
     view = LiveTree(agent.id)
-    run = agent.run(prompt)
+    run = agent.run(prompt, session=session)
     with Live(view.render(), console=console, refresh_per_second=12) as live:
         async with run as stream:
             async for update in stream:
                 view.apply(update)
                 live.update(view.render())
+    assert run.response is not None  # the stream ended without raising
     return run.response

@@ -1,0 +1,103 @@
+"""The `raf` command's arguments and entry point.
+
+    raf demo                                   a nested workflow on the scripted model
+    raf run MODULE:ATTR "prompt"               stream a run as a live tree, then its answer
+        [--session FILE] [--json]
+    raf tree MODULE:ATTR [--json]              the agent tree
+    raf graph MODULE:ATTR --format mermaid     a workflow's graph (mermaid or dot)
+    raf acp MODULE:ATTR                        serve an agent to ACP editors over stdio
+
+`ATTR` may be an `IAgent`, a `Workflow`, or a zero-argument factory of either; `MODULE` is a
+dotted module name or a path to a `.py` file. Exit status: 0 done, 1 the run failed, 2 a mistake
+in the command (said in one line), 130 cancelled by Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn, cast
+
+from rich.console import Console
+
+from raf.cli.commands import cmd_acp, cmd_demo, cmd_graph, cmd_run, cmd_tree
+from raf.cli.interrupt import EXIT_INTERRUPTED, exit_now
+
+EXIT_MISTAKE = 2
+"""The exit status of a mistake in the command (as argparse's own usage errors)."""
+
+EXIT_BROKEN_PIPE = 141
+"""The exit status when stdout's reader went away, as for a process that SIGPIPE ended."""
+
+_TARGET_HELP = "MODULE:ATTR, an agent, a workflow or a zero-argument factory of either"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `raf` command."""
+    import raf
+
+    parser = argparse.ArgumentParser(prog="raf", description="Compose agents into workflows.")
+    parser.add_argument("--version", action="version", version=f"raf {raf.__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="run a nested workflow on the scripted model")
+    demo.add_argument("prompt", nargs="?", default="Plan a weekend trip to Lisbon.")
+    demo.set_defaults(handler=cmd_demo)
+
+    run = commands.add_parser("run", help="stream a run as a live tree, then print its answer")
+    run.add_argument("target", metavar="MODULE:ATTR", help=_TARGET_HELP)
+    run.add_argument("prompt", help="the user message (answers a waiting run's request)")
+    run.add_argument(
+        "--session",
+        metavar="FILE",
+        help="a JSON session file: continue its conversation, or answer its waiting run",
+    )
+    run.add_argument("--json", action="store_true", help="print the updates as JSON lines")
+    run.set_defaults(handler=cmd_run)
+
+    tree = commands.add_parser("tree", help="print the agent tree")
+    tree.add_argument("target", metavar="MODULE:ATTR", help=_TARGET_HELP)
+    tree.add_argument("--json", action="store_true", help="print the AgentTree as JSON")
+    tree.set_defaults(handler=cmd_tree)
+
+    graph = commands.add_parser("graph", help="render a workflow's graph")
+    graph.add_argument("target", metavar="MODULE:ATTR", help=_TARGET_HELP)
+    graph.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
+    graph.set_defaults(handler=cmd_graph)
+
+    acp = commands.add_parser("acp", help="serve an agent to ACP editors over stdio")
+    acp.add_argument("target", metavar="MODULE:ATTR", help=_TARGET_HELP)
+    acp.set_defaults(handler=cmd_acp)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `raf` command; return its exit status."""
+    args = build_parser().parse_args(argv)
+    console = Console()
+    try:
+        status = cast(int, args.handler(args, console))
+    except SystemExit as exc:
+        if not isinstance(exc.code, str):
+            raise
+        print(f"raf {args.command}: {exc.code}", file=sys.stderr)
+        return EXIT_MISTAKE
+    except KeyboardInterrupt:  # before or after the run, which handles its own
+        status = EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of stdout went away (`raf run ... --json | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    if status == EXIT_INTERRUPTED:
+        print(f"raf {args.command}: cancelled", file=sys.stderr)
+    return status
+
+
+def entry() -> NoReturn:
+    """The `raf` script: exit with `main`'s status, never held by an abandoned thread."""
+    exit_now(main())
+
+
+if __name__ == "__main__":
+    entry()

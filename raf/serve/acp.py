@@ -1,0 +1,295 @@
+"""Serve any `IAgent` to ACP (Agent Client Protocol) editors over stdio.
+
+`raf acp MODULE:ATTR` runs `serve_stdio(agent)`: each ACP session is a raf `Session` (its id is the
+ACP session id), each prompt a run on it, streamed as session updates (the mapping table is in
+`raf.serve.acp_updates`). `session/cancel` cancels the run, and the prompt ends with stop reason
+`cancelled`. A run that ends waiting for a human asks through the client's permission request
+when the request offers choices, resuming the run with the chosen one in the same turn; else it
+asks in a message, and the next prompt answers (see `raf.serve.acp_questions`). A failed run
+answers the prompt with a JSON-RPC error naming the error and its agent path.
+
+The SDK (`agent-client-protocol`) runs on asyncio, so the server does too.
+
+Example:
+    >>> import raf
+    >>> server = AcpServer(raf.FunctionAgent("echo", lambda m: m[-1].text))
+    >>> server.agent.id
+    'echo'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from typing import Any, cast
+
+import anyio
+from acp import PROTOCOL_VERSION, RequestError, run_agent, start_tool_call, update_tool_call
+from acp.interfaces import Agent, Client
+from acp.schema import (
+    AgentCapabilities,
+    AllowedOutcome,
+    AudioContentBlock,
+    ClientCapabilities,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    StopReason,
+    TextContentBlock,
+    TextResourceContents,
+    Usage,
+)
+from pydantic import BaseModel
+
+from raf.agent import IAgent
+from raf.errors import AgentError
+from raf.messages import ChatMessage
+from raf.serve.acp_questions import as_message, choices_of, permission_options, question_of
+from raf.serve.acp_updates import SessionUpdate, TurnUpdates, path_meta
+from raf.session import Session
+from raf.updates import AgentResponse, RequestInfoUpdate
+
+PromptBlock = (
+    TextContentBlock
+    | ImageContentBlock
+    | AudioContentBlock
+    | ResourceContentBlock
+    | EmbeddedResourceContentBlock
+)
+"""A content block of an ACP prompt."""
+
+
+@dataclass
+class _AcpSession:
+    """One ACP session: its raf session and the turn running on it."""
+
+    session: Session
+    turn: anyio.CancelScope | None = None
+    cancelled: bool = False
+
+
+class AcpServer:
+    """The ACP agent side of an `IAgent`: sessions, prompts, cancellation and questions.
+
+    Args:
+        agent: the agent every session runs.
+    """
+
+    def __init__(self, agent: IAgent) -> None:
+        if not isinstance(cast(object, agent), IAgent):
+            raise TypeError(f"AcpServer serves an IAgent, got {type(agent).__name__}")
+        self.agent = agent
+        self._client: Client | None = None
+        self._sessions: dict[str, _AcpSession] = {}
+
+    def on_connect(self, conn: Client) -> None:
+        """Keep the connection to the client (called by the SDK)."""
+        self._client = conn
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        """Agree on the protocol version and say what this agent can do."""
+        import raf
+
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=False,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+            ),
+            agent_info=Implementation(
+                name="raf", title=self.agent.metadata.name or self.agent.id, version=raf.__version__
+            ),
+        )
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        """Open a session: a fresh raf `Session` with the same id."""
+        session_id = uuid.uuid4().hex
+        self._sessions[session_id] = _AcpSession(Session(session_id))
+        return NewSessionResponse(session_id=session_id)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """Cancel the session's running turn, if any."""
+        state = self._sessions.get(session_id)
+        if state is not None and state.turn is not None:
+            state.cancelled = True
+            state.turn.cancel()
+
+    async def prompt(
+        self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
+    ) -> PromptResponse:
+        """Run the agent on the prompt, streaming the run as session updates."""
+        state = self._sessions.get(session_id)
+        if state is None:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "details": "unknown session; call session/new first"}
+            )
+        if state.turn is not None:
+            raise RequestError.invalid_request(
+                {"sessionId": session_id, "details": "a prompt is already running on it"}
+            )
+        state.cancelled = False
+        stop: StopReason = "cancelled"
+        usage: Usage | None = None
+        with anyio.CancelScope() as scope:
+            state.turn = scope
+            try:
+                stop, usage = await self._turn(session_id, state, _prompt_text(prompt))
+            finally:
+                state.turn = None
+        if scope.cancelled_caught or state.cancelled:
+            return PromptResponse(stop_reason="cancelled", usage=usage)
+        return PromptResponse(stop_reason=stop, usage=usage)
+
+    async def _turn(
+        self, session_id: str, state: _AcpSession, text: str
+    ) -> tuple[StopReason, Usage]:
+        updates = TurnUpdates()
+        messages: str | list[ChatMessage] = text
+        input_tokens = output_tokens = 0
+        while True:
+            response = await self._run(session_id, state.session, messages, updates)
+            input_tokens += response.usage.input_tokens
+            output_tokens += response.usage.output_tokens
+            usage = Usage(
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                total_tokens=input_tokens + output_tokens,
+            )
+            if response.status == "completed":
+                for chunk in updates.unsaid(response.messages):
+                    await self._send(session_id, chunk)
+                value = response.value
+                if value is not None:
+                    await self._send(session_id, updates.say(_value_block(value)))
+                return "end_turn", usage
+            askable = [r for r in response.pending if choices_of(r.payload) is not None]
+            if not askable:  # free-text questions: the next prompt answers them
+                for request in response.pending:
+                    await self._send(session_id, updates.say(as_message(request)))
+                return "end_turn", usage
+            answers: list[ChatMessage] = []
+            for request in askable:
+                answer = await self._ask(session_id, request)
+                if answer is None:  # the user dismissed the question: the turn ends there
+                    return "cancelled", usage
+                answers.append(ChatMessage.tool_result(request.request_id, json.dumps(answer)))
+            messages = answers
+
+    async def _run(
+        self,
+        session_id: str,
+        session: Session,
+        messages: str | list[ChatMessage],
+        updates: TurnUpdates,
+    ) -> AgentResponse:
+        run = self.agent.run(messages, session=session)
+        try:
+            async with run as stream:
+                async for update in stream:
+                    for acp_update in updates.map(update):
+                        await self._send(session_id, acp_update)
+        except AgentError as exc:
+            raise RequestError(
+                -32603,
+                f"{type(exc).__name__}: {exc}",
+                {"error": type(exc).__name__, "path": list(exc.path)},
+            ) from exc
+        assert run.response is not None  # the stream ended without raising
+        return run.response
+
+    async def _ask(self, session_id: str, request: RequestInfoUpdate) -> str | None:
+        """Ask a request that offers choices by a permission request: the chosen choice, or
+        None when the user dismissed it."""
+        options = permission_options(choices_of(request.payload) or [])
+        client = self._connected()
+        key = f"request:{request.request_id}"
+        title = question_of(request)
+        meta = path_meta(request.path)
+        start = start_tool_call(
+            key, title, kind="think", status="pending", raw_input=request.payload
+        )
+        await self._send(session_id, start.model_copy(update={"field_meta": meta}))
+        asked = update_tool_call(key, title=title, status="pending", raw_input=request.payload)
+        reply = await client.request_permission(
+            session_id=session_id, tool_call=asked, options=options
+        )
+        outcome = reply.outcome
+        if not isinstance(outcome, AllowedOutcome):
+            await self._send(session_id, update_tool_call(key, status="failed"))
+            return None
+        chosen = [o.name for o in options if o.option_id == outcome.option_id]
+        if not chosen:
+            raise RequestError.invalid_params(
+                {"optionId": outcome.option_id, "details": f"not an option of {key!r}"}
+            )
+        answer = chosen[0]
+        await self._send(session_id, update_tool_call(key, status="completed", raw_output=answer))
+        return answer
+
+    async def _send(self, session_id: str, update: SessionUpdate) -> None:
+        await self._connected().session_update(session_id=session_id, update=update)
+
+    def _connected(self) -> Client:
+        if self._client is None:
+            raise RuntimeError("the ACP server is not connected to a client")
+        return self._client
+
+
+async def serve_stdio(agent: IAgent) -> None:
+    """Serve `agent` over this process's stdin and stdout until the client closes stdin.
+
+    The protocol owns stdout: whatever else the agent's code prints goes to stderr instead.
+    """
+    output_stream, input_stream = await _protocol_streams()
+    # The SDK calls only the methods an agent defines, and answers the others with
+    # "method not found"; `AcpServer` defines those it supports.
+    await run_agent(cast(Agent, AcpServer(agent)), input_stream, output_stream)
+
+
+async def _protocol_streams() -> Any:
+    from acp import stdio_streams
+
+    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    stdout, sys.stdout = sys.stdout, cast(Any, protocol)
+    try:
+        return await stdio_streams()
+    finally:
+        sys.stdout = stdout
+
+
+def _prompt_text(blocks: list[PromptBlock]) -> str:
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, ResourceContentBlock):
+            parts.append(f"[{block.name}]({block.uri})")
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                parts.append(f'<resource uri="{resource.uri}">\n{resource.text}\n</resource>')
+    return "\n".join(parts)
+
+
+def _value_block(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        rendered = value.model_dump_json(indent=2)
+    else:
+        rendered = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return f"```json\n{rendered}\n```"

@@ -1,0 +1,184 @@
+"""Map raf's update stream onto ACP session updates, one prompt turn at a time.
+
+| raf update                          | ACP session update                                         |
+|-------------------------------------|------------------------------------------------------------|
+| `TextDelta`                         | `agent_message_chunk` (a bold `**agent**:` header when a nested agent starts speaking) |
+| `ReasoningDelta`                    | `agent_thought_chunk`                                      |
+| `ToolCallStart`                     | `tool_call`, status `pending`                              |
+| `ToolCallArgs` + `ToolCallEnd`      | `tool_call_update`, status `in_progress`, `rawInput` the parsed arguments |
+| `ToolCalled`                        | `tool_call_update`, status `completed` or `failed`, the result as content and `rawOutput` |
+| `ExecutorInvoking` / `ExecutorInvoked` | `plan`: one entry per executor, `in_progress` then `completed` (`pending` while it waits) |
+
+Every update carries the raf agent path in `_meta` (`{"raf": {"path": [...]}}`); tool call ids are
+the agent path and the call id (`team/writer:call_1`), unique across the tree.
+
+Example:
+    >>> from raf.updates import TextDelta
+    >>> turn = TurnUpdates()
+    >>> [u.content.text for u in turn.map(TextDelta(text="hi", path=("writer",)))]
+    ['hi']
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from acp import (
+    plan_entry,
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_plan,
+    update_tool_call,
+)
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    PlanEntryStatus,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolKind,
+)
+
+from raf.messages import ChatMessage
+from raf.updates import AgentPath, AgentUpdate
+
+U = TypeVar("U", AgentMessageChunk, AgentThoughtChunk, ToolCallStart, ToolCallProgress)
+
+SessionUpdate = (
+    AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate
+)
+"""The ACP session updates a raf run produces."""
+
+
+def path_meta(path: AgentPath) -> dict[str, Any]:
+    """The `_meta` that names the raf agent an update came from."""
+    return {"raf": {"path": list(path)}}
+
+
+def tool_call_id(path: AgentPath, call_id: str) -> str:
+    """An ACP tool call id unique across the agent tree."""
+    return f"{'/'.join(path)}:{call_id}"
+
+
+class TurnUpdates:
+    """The ACP session updates of one prompt turn, fed raf updates in stream order."""
+
+    def __init__(self) -> None:
+        self._speaker: AgentPath | None = None
+        self._authors: set[str] = set()
+        self._arguments: dict[str, list[str]] = {}
+        self._tools: dict[str, str] = {}
+        self._plan: dict[tuple[AgentPath, str], PlanEntryStatus] = {}
+
+    def map(self, update: AgentUpdate) -> list[SessionUpdate]:
+        """The ACP updates that say `update` (none for the items ACP has no place for)."""
+        path = update.path
+        match update.type:
+            case "text_delta":
+                return [_with_path(u, path) for u in self._speak(path, update.text)]
+            case "reasoning_delta":
+                return [_with_path(update_agent_thought_text(update.text), path)]
+            case "tool_call_start":
+                key = tool_call_id(path, update.call_id)
+                self._tools[key] = update.name
+                self._arguments[key] = []
+                return [_with_path(self._start(key, update.name, path), path)]
+            case "tool_call_args":
+                self._arguments.setdefault(tool_call_id(path, update.call_id), []).append(
+                    update.delta
+                )
+                return []
+            case "tool_call_end":
+                key = tool_call_id(path, update.call_id)
+                arguments = _parsed("".join(self._arguments.pop(key, [])))
+                progress = update_tool_call(key, status="in_progress", raw_input=arguments)
+                return [_with_path(progress, path)]
+            case "tool_called":
+                key = tool_call_id(path, update.call_id)
+                started: list[SessionUpdate] = []
+                if key not in self._tools:  # a call the stream did not announce
+                    self._tools[key] = update.name
+                    started.append(_with_path(self._start(key, update.name, path), path))
+                done = update_tool_call(
+                    key,
+                    status="failed" if update.is_error else "completed",
+                    content=[tool_content(text_block(update.result))],
+                    raw_output=update.result,
+                )
+                return [*started, _with_path(done, path)]
+            case "executor_invoking":
+                self._plan[(path, update.executor_id)] = "in_progress"
+                return [self._plan_update()]
+            case "executor_invoked":
+                waiting = update.status == "waiting"
+                self._plan[(path, update.executor_id)] = "pending" if waiting else "completed"
+                return [self._plan_update()]
+            case _:
+                return []
+
+    def unsaid(self, messages: list[ChatMessage]) -> list[AgentMessageChunk]:
+        """The response's messages from agents that streamed no text (a graph's outputs)."""
+        return [
+            self.say(f"**{m.author}**: {m.text}" if m.author else m.text)
+            for m in messages
+            if m.role == "assistant" and m.text and (m.author or "") not in self._authors
+        ]
+
+    def say(self, text: str) -> AgentMessageChunk:
+        """A message of raf's own (a question, a structured value), set apart from the text."""
+        separator = "\n\n" if self._speaker is not None else ""
+        self._speaker = ()
+        return update_agent_message_text(separator + text)
+
+    def _speak(self, path: AgentPath, text: str) -> list[AgentMessageChunk]:
+        self._authors.add(path[-1] if path else "")
+        if path == self._speaker:
+            return [update_agent_message_text(text)]
+        header = "\n\n" if self._speaker is not None else ""
+        self._speaker = path
+        if len(path) > 1:  # a nested agent: say who speaks
+            header += f"**{path[-1]}**: "
+        return [update_agent_message_text(header + text)]
+
+    def _start(self, key: str, name: str, path: AgentPath) -> ToolCallStart:
+        title = name if len(path) <= 1 else f"{name} ({path[-1]})"
+        return start_tool_call(key, title, kind=_kind(name), status="pending")
+
+    def _plan_update(self) -> AgentPlanUpdate:
+        entries = [
+            plan_entry("/".join((*path[1:], executor_id)), status=status)
+            for (path, executor_id), status in self._plan.items()
+        ]
+        return update_plan(entries)
+
+
+def _with_path(update: U, path: AgentPath) -> U:
+    return update.model_copy(update={"field_meta": path_meta(path)})
+
+
+def _parsed(arguments: str) -> Any:
+    """The arguments as JSON when they parse, else the text the model sent."""
+    if not arguments:
+        return {}
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def _kind(name: str) -> ToolKind:
+    """The ACP tool kind of a raf workspace tool, `other` for the rest."""
+    return _KINDS.get(name, "other")
+
+
+_KINDS: dict[str, ToolKind] = {
+    "read_file": "read",
+    "list_files": "read",
+    "write_file": "edit",
+    "search_files": "search",
+}

@@ -1,0 +1,126 @@
+"""The `raf` command through its script: help, version, demo, tree, graph, mistakes, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from importlib import metadata
+
+import anyio
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+import raf as raf_package
+from raf.cli.main import main
+from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env, raf
+from tests.cli.targets import STARTED
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_help_and_version() -> None:
+    done = await raf("--help")
+    assert done.status == 0
+    for command in ("demo", "run", "tree", "graph", "acp"):
+        assert command in done.out
+    run_help = await raf("run", "--help")
+    assert "--session FILE" in run_help.out and "--json" in run_help.out
+    version = await raf("--version")
+    assert version.out == f"raf {metadata.version('raf')}\n" == f"raf {raf_package.__version__}\n"
+
+
+async def test_demo_streams_the_nested_tree_and_answers() -> None:
+    done = await raf("demo")
+    assert done.status == 0, done.err
+    for agent_id in ("trip", "itinerary", "researcher", "planner", "logistics", "packer"):
+        assert agent_id in done.out
+    assert "find_sights ✓" in done.out and "forecast ✓" in done.out
+    assert "planner: The estimate is about 240 EUR for 2 days." in done.out
+    assert "tokens in the whole tree" in done.out
+    assert "model: scripted, offline" in done.out
+
+
+async def test_tree_as_json_and_drawn() -> None:
+    done = await raf("tree", "examples.registry:build_newsroom", "--json")
+    tree = json.loads(done.out)
+    assert tree["id"] == "newsroom" and tree["kind"] == "concurrent"
+    assert [c["id"] for c in tree["children"]] == ["writing", "check"]
+    drawn = await raf("tree", "examples.registry:build_newsroom")
+    assert "newsroom (concurrent)" in drawn.out and "polish (function)" in drawn.out
+
+
+async def test_graph_renders_a_workflow_as_mermaid_and_dot() -> None:
+    for fmt, marker in (("mermaid", "flowchart"), ("dot", "digraph")):
+        done = await raf("graph", "examples.registry:build_newsroom", "--format", fmt)
+        assert done.status == 0
+        assert marker in done.out and "dispatcher" in done.out and "aggregator" in done.out
+
+
+async def test_a_bad_target_or_a_factory_needing_arguments_is_one_line_and_status_2() -> None:
+    for args, says in (
+        (("run", "examples.registry:nope", "hi"), "has no attribute 'nope'; it has build_newsroom"),
+        (("run", "tests.cli.targets:needs_args", "hi"), "needs arguments (name); raf calls"),
+    ):
+        done = await raf(*args)
+        assert done.status == 2
+        assert done.err.startswith("raf run: ") and says in done.err
+        assert done.err.count("\n") == 1 and "Traceback" not in done.out
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("run", "examples.registry", "hi"), "expected MODULE:ATTR"),
+        (("run", "no_such_module:agent", "hi"), "no module 'no_such_module'; run raf from"),
+        (("tree", "examples.registry:nope"), "has no attribute 'nope'; it has build_newsroom"),
+        (("run", "missing.py:agent", "hi"), "no file 'missing.py'"),
+        (("run", "tests.cli.targets:needs_args", "hi"), "needs arguments (name); raf calls"),
+        (("run", "tests.cli.targets:broken", "hi"), "RuntimeError: the database is down"),
+        (("run", "tests.cli.targets:no_key", "hi"), "no API key; set OPENAI_API_KEY"),
+        (("run", "tests.cli.targets:STARTED", "hi"), "neither an IAgent nor a Workflow"),
+        (("graph", "tests.cli.targets:slow"), "not a workflow; `raf graph` draws"),
+        (
+            ("run", "tests.cli.targets:pair", "hi", "--session", "pyproject.toml"),
+            "not a raf session",
+        ),
+    ],
+)
+def test_every_mistake_is_one_line_and_status_2(
+    args: tuple[str, ...],
+    says: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in [n for n in os.environ if n.startswith("OPENAI_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(ROOT)
+    assert main(list(args)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"raf {args[0]}: ") and says in captured.err
+    assert captured.err.count("\n") == 1 and captured.out == ""
+
+
+async def test_ctrl_c_cancels_a_run_at_once_despite_a_blocked_tool_thread() -> None:
+    process = await anyio.open_process(
+        [RAF, "run", "tests.cli.targets:slow", "go"],
+        cwd=ROOT,
+        env=offline_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    async with process:
+        assert process.stdout is not None and process.stderr is not None
+        lines = BufferedByteReceiveStream(process.stdout)
+        with anyio.fail_after(TIMEOUT):
+            while STARTED.encode() not in await lines.receive_until(b"\n", 65536):
+                pass
+        process.send_signal(signal.SIGINT)
+        # The tool sleeps for a minute: the process must not wait for its thread. It exits
+        # in a fraction of a second; the bound leaves room for a busy machine.
+        with anyio.fail_after(5):
+            status = await process.wait()
+        err = (await process.stderr.receive()).decode()
+    assert status == 130
+    assert err == "raf run: cancelled\n"

@@ -1,0 +1,251 @@
+"""`raf acp` driven by the ACP SDK's own client over stdio.
+
+The SDK runs on asyncio only. Under trio the test drives it on an asyncio loop of its own in a
+worker thread; the server is the `raf acp` subprocess either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+import sniffio
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp.client.connection import ClientSideConnection
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    AllowedOutcome,
+    DeniedOutcome,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallUpdate,
+)
+
+from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class RecordingClient:
+    """An ACP client that records session updates and answers permission requests."""
+
+    choose: str | None = "approve"
+    """The option to pick by name, or None to dismiss the question."""
+    updates: list[Any] = field(default_factory=lambda: list[Any]())
+    asked: list[tuple[ToolCallUpdate, list[PermissionOption]]] = field(
+        default_factory=lambda: list[tuple[ToolCallUpdate, list[PermissionOption]]]()
+    )
+    tool_running: anyio.Event | None = None
+    """Set when a tool call runs; made on the SDK's loop by the scenario that waits on it."""
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+        running = isinstance(update, ToolCallProgress) and update.status == "in_progress"
+        if running and self.tool_running is not None:
+            self.tool_running.set()
+
+    async def request_permission(
+        self,
+        session_id: str,
+        tool_call: ToolCallUpdate,
+        options: list[PermissionOption],
+        **kwargs: Any,
+    ) -> RequestPermissionResponse:
+        self.asked.append((tool_call, options))
+        chosen = [o for o in options if o.name == self.choose]
+        if not chosen:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=chosen[0].option_id)
+        )
+
+    def text(self) -> str:
+        return "".join(u.content.text for u in self.updates if isinstance(u, AgentMessageChunk))
+
+
+@asynccontextmanager
+async def serving(
+    target: str, client: RecordingClient
+) -> AsyncIterator[tuple[ClientSideConnection, str]]:
+    """`raf acp TARGET` with `client` connected and initialized, and a new session's id."""
+    async with spawn_agent_process(
+        client, RAF, "acp", f"tests.cli.targets:{target}", env=offline_env(), cwd=ROOT
+    ) as (conn, _process):
+        info = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        assert info.agent_info is not None and info.agent_info.name == "raf"
+        session = await conn.new_session(cwd=str(ROOT))
+        yield conn, session.session_id
+
+
+async def on_asyncio(scenario: Callable[[], Awaitable[None]]) -> None:
+    """Run `scenario`, bounded in time, on asyncio (the SDK's loop) whatever the test runs on."""
+
+    async def bounded() -> None:
+        with anyio.fail_after(TIMEOUT):
+            await scenario()
+
+    if sniffio.current_async_library() == "asyncio":
+        await bounded()
+    else:
+        await anyio.to_thread.run_sync(anyio.run, bounded)
+
+
+async def prompt(conn: ClientSideConnection, session_id: str, text: str) -> str:
+    response = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
+    return response.stop_reason
+
+
+async def one_prompt(target: str, client: RecordingClient, text: str) -> str:
+    """Serve `target`, open a session, prompt it once; the stop reason."""
+    reasons: list[str] = []
+
+    async def scenario() -> None:
+        async with serving(target, client) as (conn, session_id):
+            reasons.append(await prompt(conn, session_id, text))
+
+    await on_asyncio(scenario)
+    return reasons[0]
+
+
+async def test_text_thoughts_and_tool_calls_become_session_updates() -> None:
+    client = RecordingClient()
+    assert await one_prompt("tools_and_thoughts", client, "hi") == "end_turn"
+    tools = [u for u in client.updates if isinstance(u, ToolCallStart | ToolCallProgress)]
+    assert [(type(u).__name__, u.status) for u in tools] == [
+        ("ToolCallStart", "pending"),
+        ("ToolCallProgress", "in_progress"),
+        ("ToolCallProgress", "completed"),
+    ]
+    assert tools[0].title == "shout" and tools[0].tool_call_id == "caller:call_1"
+    assert tools[1].raw_input == {"word": "hello"}
+    assert tools[2].raw_output == "HELLO"
+    thoughts = [u.content.text for u in client.updates if isinstance(u, AgentThoughtChunk)]
+    assert "".join(thoughts) == "The tool answered."
+    assert client.text() == "It said HELLO."
+    chunk = next(u for u in client.updates if isinstance(u, AgentMessageChunk))
+    assert chunk.field_meta == {"raf": {"path": ["caller"]}}
+
+
+async def test_executors_become_plan_entries_and_nested_speakers_are_named() -> None:
+    client = RecordingClient()
+    assert await one_prompt("pair", client, "hi") == "end_turn"
+    plans = [u for u in client.updates if isinstance(u, AgentPlanUpdate)]
+    last = plans[-1].entries
+    assert [(e.content, e.status) for e in last] == [
+        ("first", "completed"),
+        ("second", "completed"),
+    ]
+    assert ("first", "in_progress") in [(e.content, e.status) for e in plans[0].entries]
+    assert client.text() == "**first**: one\n\n**second**: two"
+
+
+async def test_acp_sessions_are_raf_sessions() -> None:
+    client = RecordingClient()
+
+    async def scenario() -> None:
+        async with serving("counter", client) as (conn, session_id):
+            await prompt(conn, session_id, "hi")
+            await prompt(conn, session_id, "again")
+            other = await conn.new_session(cwd=str(ROOT))
+            await prompt(conn, other.session_id, "hi")
+            with pytest.raises(RequestError, match="Invalid params"):
+                await prompt(conn, "no-such-session", "hi")
+
+    await on_asyncio(scenario)
+    assert client.text() == "1 user messages2 user messages1 user messages"
+
+
+async def test_cancel_ends_the_turn_cancelled_while_a_tool_thread_blocks() -> None:
+    client = RecordingClient()
+    reasons: list[str] = []
+
+    async def scenario() -> None:
+        client.tool_running = running = anyio.Event()
+        async with serving("slow", client) as (conn, session_id):
+            async with anyio.create_task_group() as tg:
+
+                async def ask() -> None:
+                    reasons.append(await prompt(conn, session_id, "go"))
+
+                tg.start_soon(ask)
+                await running.wait()
+                await conn.cancel(session_id=session_id)
+            # The session takes the next prompt once cancelled (and stdout stayed the
+            # protocol's: the tool's print went to stderr).
+            reasons.append(await prompt(conn, session_id, "again"))
+
+    await on_asyncio(scenario)
+    assert reasons[0] == "cancelled"
+    assert reasons[1] == "end_turn"
+
+
+async def test_a_request_with_choices_is_a_permission_request_answered_in_the_turn() -> None:
+    client = RecordingClient(choose="approve")
+    assert await one_prompt("approval", client, "cats") == "end_turn"
+    [(tool_call, options)] = client.asked
+    assert tool_call.title == "publish 'draft on cats'?"
+    assert [(o.name, o.kind) for o in options] == [
+        ("approve", "allow_once"),
+        ("reject", "reject_once"),
+    ]
+    assert client.text().endswith("**review**: draft on cats: approve")
+    request_updates = [
+        u.status
+        for u in client.updates
+        if isinstance(u, ToolCallStart | ToolCallProgress)
+        and u.tool_call_id == "request:approval/review@1#0"
+    ]
+    assert request_updates == ["pending", "completed"]
+
+
+async def test_a_dismissed_permission_request_cancels_the_turn_and_the_request_stays() -> None:
+    client = RecordingClient(choose=None)
+    reasons: list[str] = []
+
+    async def scenario() -> None:
+        async with serving("approval", client) as (conn, session_id):
+            reasons.append(await prompt(conn, session_id, "cats"))
+            client.choose = "reject"
+            reasons.append(await prompt(conn, session_id, "reject"))
+
+    await on_asyncio(scenario)
+    assert reasons == ["cancelled", "end_turn"]
+    assert client.text().endswith("**review**: draft on cats: reject")
+
+
+async def test_a_free_text_request_is_asked_in_a_message_and_the_next_prompt_answers() -> None:
+    client = RecordingClient()
+
+    async def scenario() -> None:
+        async with serving("question", client) as (conn, session_id):
+            assert await prompt(conn, session_id, "write") == "end_turn"
+            assert "What title should it have?" in client.text()
+            assert "Reply to answer." in client.text()
+            assert await prompt(conn, session_id, "Cats") == "end_turn"
+
+    await on_asyncio(scenario)
+    assert client.asked == []
+    assert client.text().endswith("**titling**: titled Cats")
+
+
+async def test_a_failed_run_answers_the_prompt_with_an_error_naming_its_path() -> None:
+    client = RecordingClient()
+
+    async def scenario() -> None:
+        async with serving("failing", client) as (conn, session_id):
+            with pytest.raises(RequestError) as failure:
+                await prompt(conn, session_id, "hi")
+            assert "WorkflowError" in str(failure.value)
+            assert failure.value.data == {"error": "WorkflowError", "path": ["s"]}
+
+    await on_asyncio(scenario)
