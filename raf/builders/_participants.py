@@ -62,3 +62,13 @@ def check_participants(builder: str, workflow_id: str, agents: Iterable[IAgent])
             ids=tuple(duplicates),
         )
     return participants
+
+
+def free_id(base: str, taken: Iterable[str]) -> str:
+    """`base`, or `base_2`, `base_3`, … when a participant already has that id."""
+    used = set(taken)
+    candidate, n = base, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{base}_{n}"
+    return candidate
