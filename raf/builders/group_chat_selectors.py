@@ -86,7 +86,7 @@ class RoundRobin(Selector):
         state = ctx.state
         position: Any = state.get("position", 0)
         index = position % len(participants) if isinstance(position, int) else 0
-        state["position"] = index + 1
+        state["position"] = (index + 1) % len(participants)
         return participants[index].id
 
 
