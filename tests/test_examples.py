@@ -28,6 +28,8 @@ EXPECTED = {
     "review_panel.py": "verdicts: {'style'",
     "nested.py": "analysis/length/counter",
     "registry.py": "['newsroom/writing/polish']",
+    "handoff.py": "[desk/sales] The Pro plan",
+    "group_chat.py": "[room/critic] Tight and vivid. APPROVED",
 }
 """A line each example prints when it ran through, offline and against an endpoint alike."""
 
