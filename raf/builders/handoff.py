@@ -116,9 +116,9 @@ class HandoffBuilder:
         """Check participants and routes and compile the handoffs onto the graph engine.
 
         Raises:
-            GraphValidationError: no participants, duplicate ids, a route naming an unknown
-                agent or the agent itself, a route from an agent that cannot hand off, or an
-                id that cannot be part of a tool name.
+            GraphValidationError: a participant that is not an agent, duplicate ids, a route
+                naming an unknown agent or the agent itself, a route from an agent that cannot
+                hand off, or an id that cannot be part of a tool name.
         """
         agents = check_participants("HandoffBuilder", self._id, self._agents)
         by_id = {agent.id: agent for agent in agents}
