@@ -1,16 +1,31 @@
 """A group chat: a model picks who speaks next; the chat ends when the critic approves.
 
-Run from the repository root: python -m examples.group_chat
+Run: python examples/group_chat.py (or, from the repository root, python -m examples.group_chat)
 """
 
 from __future__ import annotations
 
 import anyio
 
-from examples._models import last_text, provider_for
-from raf import GroupChatBuilder, MaxRounds, ReactAgent, Session, TextMention, llm_selector
+from raf import (
+    GroupChatBuilder,
+    IAgent,
+    MaxRounds,
+    ReactAgent,
+    SchemaValidationError,
+    Session,
+    TextMention,
+    llm_selector,
+    round_robin,
+)
+from raf.builders import Selector
 from raf.messages import ChatMessage
 from raf.testing import Turn, text
+
+if __package__:  # python -m examples.group_chat
+    from examples._models import last_text, provider_for
+else:  # python examples/group_chat.py
+    from _models import last_text, provider_for
 
 MEMBERS = ("writer", "critic")
 
@@ -59,21 +74,30 @@ async def main() -> None:
             "Critique the latest haiku; say APPROVED when it is good.",
             description="Critiques haiku and approves good ones.",
         )
-        room = (
-            GroupChatBuilder(id="room")
-            .add_agent(writer)
-            .add_agent(critic)
-            .with_selector(llm_selector(selector_model))
-            .with_termination(TextMention("APPROVED") | MaxRounds(6))
-            .build()
-            .as_agent()
-        )
-        async with room.run("A haiku about rain.", Session()) as stream:
-            async for update in stream:
-                if update.type == "executor_invoked" and update.executor_id == "selector":
-                    print(f"selector chose {update.value or 'to end the chat'}")
-                elif update.type == "message_completed":
-                    print(f"  [{'/'.join(update.path)}] {update.message.text}")
+        try:
+            await chat([writer, critic], llm_selector(selector_model))
+        except SchemaValidationError as error:
+            # A model that cannot follow the JSON schema cannot pick speakers: take turns.
+            print(f"the selector model could not choose ({error.message[:60]}...); round robin")
+            await chat([writer, critic], round_robin())
+
+
+async def chat(members: list[IAgent], selector: Selector) -> None:
+    """Run one chat among `members`, printing who speaks and what they say."""
+    builder = GroupChatBuilder(id="room").with_selector(selector)
+    for member in members:
+        builder.add_agent(member)
+    room = builder.with_termination(TextMention("APPROVED") | MaxRounds(6)).build().as_agent()
+    rounds = 0
+    async with room.run("A haiku about rain.", Session()) as stream:
+        async for update in stream:
+            if update.type == "executor_invoked" and update.executor_id == "selector":
+                if update.value is not None:
+                    print(f"selector chose {update.value}")
+            elif update.type == "message_completed":
+                rounds += 1
+                print(f"  [{'/'.join(update.path)}] {update.message.text}")
+    print(f"chat ended after {rounds} rounds")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,20 @@
 """A handoff desk: triage passes the customer to billing, billing to sales; turns resume there.
 
-Run from the repository root: python -m examples.handoff
+Run: python examples/handoff.py (or, from the repository root, python -m examples.handoff)
 """
 
 from __future__ import annotations
 
 import anyio
 
-from examples._models import provider_for
 from raf import HandoffBuilder, ReactAgent, Session, tool
 from raf.messages import ChatMessage
 from raf.testing import Turn, text, tool_calls
+
+if __package__:  # python -m examples.handoff
+    from examples._models import provider_for
+else:  # python examples/handoff.py
+    from _models import provider_for
 
 
 @tool
@@ -73,8 +77,10 @@ async def main() -> None:
             .as_agent()
         )
         session = Session()
-        for prompt in ("I was charged twice for order A17.", "Thanks! Can I upgrade my plan?"):
+        prompts = ("I was charged twice for order A17.", "Thanks! Can I upgrade my plan?")
+        for turn, prompt in enumerate(prompts, 1):
             print(f"customer: {prompt}")
+            answered_by = ""
             async with desk.run(prompt, session) as stream:
                 async for update in stream:
                     where = "/".join(update.path)
@@ -84,6 +90,9 @@ async def main() -> None:
                         print(f"  [{where}] {update.name} -> {update.result}")
                     elif update.type == "message_completed" and update.message.text:
                         print(f"  [{where}] {update.message.text}")
+                        answered_by = where
+            # The next turn starts at the agent that answered this one.
+            print(f"turn {turn} answered by {answered_by}")
 
 
 if __name__ == "__main__":

@@ -10,14 +10,16 @@ from raf.engine.builder import agent_mistake
 from raf.errors import GraphValidationError
 
 
-def check_agent(builder: str, workflow_id: str, agent: object) -> IAgent:
+def check_agent(
+    builder: str, workflow_id: str, agent: object, *, where: str = "add_agent(agent)"
+) -> IAgent:
     """`agent`, after checking it is an agent instance that `add_agent` can take.
 
     Raises:
         TypeError: naming the builder and what to pass instead (an instance for a class,
             `.as_agent()` for a `Workflow`, the agent itself for an id).
     """
-    call = f"{builder} {workflow_id!r}: add_agent(agent)"
+    call = f"{builder} {workflow_id!r}: {where}"
     mistake = agent_mistake(agent)
     if mistake is not None:
         raise TypeError(f"{call} takes an agent, {mistake}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, NamedTuple, Self, cast
 
 from raf.agent import AgentMetadata, IAgent, check_agent_id
-from raf.builders._participants import check_participants, free_id
+from raf.builders._participants import check_agent, check_participants, free_id
 from raf.builders.group_chat_selectors import FunctionSelector, Selector, SelectorFn, round_robin
 from raf.builders.group_chat_termination import ChatProgress, TerminationCondition
 from raf.engine.builder import WorkflowBuilder
@@ -59,8 +59,12 @@ class GroupChatBuilder:
         self._max_rounds = DEFAULT_MAX_ROUNDS
 
     def add_agent(self, agent: IAgent) -> Self:
-        """Add a participant."""
-        self._agents.append(agent)
+        """Add a participant.
+
+        Raises:
+            TypeError: `agent` is not an agent instance (a class, a `Workflow`, an id).
+        """
+        self._agents.append(check_agent("GroupChatBuilder", self._id, agent))
         return self
 
     def with_selector(self, selector: Selector | SelectorFn) -> Self:

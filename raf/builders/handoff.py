@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, NamedTuple, Self, cast
 
 from raf.agent import IAgent, check_agent_id
-from raf.builders._participants import check_participants, free_id
+from raf.builders._participants import check_agent, check_participants, free_id
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
 from raf.engine.executors import AgentExecutor, Executor, conversation_of
@@ -62,14 +62,20 @@ class HandoffBuilder:
 
     def __init__(self, triage: IAgent, id: str | None = None) -> None:
         self._id = check_agent_id(id) if id is not None else DEFAULT_ID
-        self._agents: list[IAgent] = [triage]
+        self._agents: list[IAgent] = [
+            check_agent("HandoffBuilder", self._id, triage, where="HandoffBuilder(triage)")
+        ]
         self._routes: dict[str, list[str]] = {}
         self._max_handoffs = DEFAULT_MAX_HANDOFFS
         self._resume_at: ResumeAt = "active"
 
     def add_agent(self, agent: IAgent) -> Self:
-        """Add a participant."""
-        self._agents.append(agent)
+        """Add a participant.
+
+        Raises:
+            TypeError: `agent` is not an agent instance (a class, a `Workflow`, an id).
+        """
+        self._agents.append(check_agent("HandoffBuilder", self._id, agent))
         return self
 
     def add_handoff(self, source: IAgent | str, targets: Sequence[IAgent | str]) -> Self:

@@ -320,6 +320,8 @@ def test_build_mistakes() -> None:
         GroupChatBuilder().build()
     with pytest.raises(GraphValidationError, match="'a'"):
         chat(speaker("a"), speaker("a")).build()
+    with pytest.raises(TypeError, match="pass the agent itself, not its id"):
+        GroupChatBuilder().add_agent("a")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="FunctionCondition"):
         GroupChatBuilder().with_termination(lambda t: True)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="selector function"):

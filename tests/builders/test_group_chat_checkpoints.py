@@ -11,9 +11,9 @@ import pytest
 
 from raf import FunctionAgent, GroupChatBuilder, MaxRounds, Session
 from raf.engine import FunctionExecutor, NodeContext, Workflow, WorkflowBuilder
-from raf.messages import ChatMessage
+from raf.messages import ChatMessage, message_list_adapter
 from raf.stores import SqliteCheckpointStore
-from raf.updates import RequestInfoUpdate
+from raf.updates import ExecutorInvoked, RequestInfoUpdate
 
 pytestmark = pytest.mark.anyio
 
@@ -104,8 +104,15 @@ async def test_a_member_that_asks_a_human_makes_the_chat_wait(tmp_path: Path) ->
         assert [(r.request_id, r.payload) for r in asked] == [
             ("room/gate/ask@0#0", {"question": "go on?"})
         ]
-        spoken = [u.message.text for u in items if u.type == "message_completed"]
-        assert spoken == ["talker(1)"]  # the chat stopped at the gate, waiting
+        gate = [u for u in items if isinstance(u, ExecutorInvoked) and u.executor_id == "gate"]
+        assert [u.status for u in gate] == ["waiting"]
+        waiting = await room.run("not yet", Session(id="other", store=store)).collect()
+        assert waiting.status == "waiting"
+        assert [m.text for m in waiting.messages] == ["talker(1)"]  # what came before the gate
         done = await room.run("yes", session).collect()
-    assert [m.text for m in done.messages] == ["talker(1)", "human said yes", "talker(3)"]
-    assert calls == Counter({"talker": 2})
+    assert done.status == "completed"
+    assert [m.text for m in done.messages] == ["human said yes", "talker(3)"]
+    history = session.get_as("room#history", message_list_adapter)
+    assert history is not None
+    assert [m.text for m in history] == ["start", "talker(1)", "yes", "human said yes", "talker(3)"]
+    assert calls == Counter({"talker": 3})  # twice here, once in the other session

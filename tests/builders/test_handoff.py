@@ -299,6 +299,10 @@ def test_build_mistakes_name_the_ids() -> None:
         HandoffBuilder(triage).add_handoff(triage, billing)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="0 or more"):
         HandoffBuilder(triage).with_max_handoffs(-1)
+    with pytest.raises(TypeError, match=r"HandoffBuilder\(triage\) takes an agent"):
+        HandoffBuilder("triage")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"add_agent\(agent\) takes an agent"):
+        HandoffBuilder(triage).add_agent(ReactAgent)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match='"active" or "triage"'):
         HandoffBuilder(triage).with_resume_at("billing")  # type: ignore[arg-type]
 
