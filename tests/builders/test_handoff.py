@@ -17,7 +17,7 @@ from raf import (
 )
 from raf.agent import IAgent
 from raf.errors import GraphValidationError
-from raf.messages import ChatMessage, ToolCallContent, ToolResultContent
+from raf.messages import ChatMessage, ToolCallContent, ToolResultContent, message_list_adapter
 from raf.providers.openai import OpenAIProvider, create_client
 from raf.testing import ScriptedOpenAIServer, ScriptedProvider, Turn, text, tool_calls
 from raf.testing.scripted_provider import ScriptedRequest
@@ -81,8 +81,9 @@ async def test_react_agents_hand_off_over_http_with_the_tools_they_were_sent() -
             HandoffBuilder(triage, id="desk").add_agent(billing).add_agent(sales).build().as_agent()
         )
         items = await stream(desk, "I was charged twice")
+        again = await desk.run("charged twice again", Session()).collect()
 
-    triage_call, billing_first, billing_second = server.requests
+    triage_call, billing_first, billing_second = server.requests[:3]
     assert [(t.name, t.description) for t in triage_call.tools] == [
         ("handoff_to_billing", "Refunds and invoices."),
         ("handoff_to_sales", "New plans and upgrades."),
@@ -95,9 +96,15 @@ async def test_react_agents_hand_off_over_http_with_the_tools_they_were_sent() -
     ]
     # Nothing forces a tool: the model may answer in text, which ends the turn.
     assert all("tool_choice" not in r.body for r in server.requests)
-    # Billing sees triage's handoff call and its result, paired, in the conversation.
-    handed = [c for m in billing_first.messages for c in m.contents if c.type != "text"]
-    assert [c.type for c in handed] == ["tool_call", "tool_result"]
+    # Every tool result billing is sent follows its call (however other agents' turns are
+    # presented), and the conversation it continues holds triage's call and result, paired.
+    called: set[str] = set()
+    for content in (c for m in billing_first.messages for c in m.contents):
+        if isinstance(content, ToolCallContent):
+            called.add(content.call_id)
+        elif isinstance(content, ToolResultContent):
+            assert content.call_id in called
+    handed = [c for m in again.messages for c in m.contents if c.type != "text"][:2]
     call, result = handed
     assert isinstance(call, ToolCallContent) and isinstance(result, ToolResultContent)
     assert (call.name, result.call_id, result.is_error) == (
@@ -156,16 +163,25 @@ async def test_two_handoff_calls_in_one_answer_the_first_wins() -> None:
     billing = react("billing", [text("billing here")])
     sales = react("sales", [text("sales here")])
     desk = HandoffBuilder(triage, id="desk").add_agent(billing).add_agent(sales).build()
-    items = await stream(desk.as_agent(), "help")
+    session = Session()
+    items = await stream(desk.as_agent(), "help", session)
     called = [(u.call_id, u.is_error, u.result) for u in items if u.type == "tool_called"]
     assert called[0][:2] == ("c1", False)
     assert called[1][:2] == ("c2", True)
     assert "handoff_to_sales was called first" in called[1][2]
     answers = [u.message.text for u in items if u.type == "message_completed" and u.message.text]
     assert answers == ["sales here"]
-    seen = requests(sales)[0].messages
-    results = [c.call_id for m in seen for c in m.contents if c.type == "tool_result"]
-    assert results == ["c1", "c2"]
+    # The conversation sales continued holds both calls, each with its result, in order.
+    history = session.get_as("desk#history", message_list_adapter)
+    assert history is not None
+    contents = [(c.type, c.call_id) for m in history for c in m.contents if c.type != "text"]
+    assert contents == [
+        ("tool_call", "c1"),
+        ("tool_call", "c2"),
+        ("tool_result", "c1"),
+        ("tool_result", "c2"),
+    ]
+    assert len(requests(sales)) == 1 and not requests(billing)
 
 
 async def test_ping_pong_past_the_limit_raises_and_does_not_poison_the_session() -> None:
@@ -242,7 +258,7 @@ async def test_one_built_desk_serves_twenty_sessions_at_once() -> None:
 
     def specialist(agent_id: str) -> ReactAgent:
         def model(messages: list[ChatMessage]) -> Turn:
-            users = [m.text for m in messages if m.role == "user"]
+            users = [m.text for m in messages if m.role == "user" and m.author is None]
             return text(f"{agent_id}: {' | '.join(users)}", delay=0.01)
 
         return ReactAgent(agent_id, ScriptedProvider(model), agent_id)
