@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
@@ -23,7 +24,7 @@ from raf.testing import ScriptedOpenAIServer, ScriptedProvider, Turn, text, tool
 from raf.testing.scripted_provider import ScriptedRequest
 from raf.tools import tool
 from raf.updates import AgentUpdate, ExecutorInvoked, ExecutorInvoking
-from tests.helpers import Foreign
+from tests.helpers import Foreign, task_count
 
 pytestmark = pytest.mark.anyio
 
@@ -333,3 +334,26 @@ def test_the_graph_and_metadata() -> None:
     assert agent.metadata.children == ("triage", "router")
     assert "router_2" in desk.to_mermaid()
     assert json.loads(json.dumps(agent.metadata.model_dump()))["kind"] == "handoff"
+
+
+async def test_leaving_the_stream_early_cancels_the_specialist_and_leaks_no_task() -> None:
+    cancelled = anyio.Event()
+
+    async def slow(messages: list[ChatMessage]) -> AsyncIterator[str]:
+        yield "working"
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        yield "never"  # pragma: no cover
+
+    triage = react("triage", [tool_calls(("handoff_to_slow", {}))])
+    desk = HandoffBuilder(triage, id="desk").add_agent(FunctionAgent("slow", slow)).build()
+    before = task_count()
+    with anyio.fail_after(5):
+        async with desk.as_agent().run("go") as updates:
+            async for update in updates:
+                if update.type == "text_delta" and update.path == ("desk", "slow"):
+                    break
+        await cancelled.wait()
+    assert task_count() == before
