@@ -2,7 +2,8 @@
 
 `valgrind --tool=callgrind python -m bench.count A 50` minus the same with `0` gives the
 instructions of 50 runs of scenario A (20 agent nodes each): a count that does not depend on
-what else the machine is doing, unlike the times of `python -m bench`.
+what else the machine is doing, unlike the times of `python -m bench`. H (10 agents a run) and
+I (20 rounds a run) count the same way.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 
 import anyio
 
+from bench import patterns
 from bench.suites import SUITES, load
 from bench.suites.base import CHAIN_LENGTH, FAN_OUT, SESSION_CHAIN, SESSIONS, PreparedRun, Run
 
@@ -18,7 +20,11 @@ from bench.suites.base import CHAIN_LENGTH, FAN_OUT, SESSION_CHAIN, SESSIONS, Pr
 async def _repeat(framework: str, scenario: str, runs: int) -> None:
     suite = load(framework)
     run: Run
-    if scenario == "A":
+    if scenario == "H":
+        run = (await patterns.handoff(suite)).run
+    elif scenario == "I":
+        run = (await patterns.group_chat(suite)).run
+    elif scenario == "A":
         run = await suite.chain(CHAIN_LENGTH)
     elif scenario == "B":
         run = await suite.fan_out(FAN_OUT)
@@ -33,7 +39,7 @@ async def _repeat(framework: str, scenario: str, runs: int) -> None:
 def main() -> None:
     """Parse `SCENARIO RUNS [--framework F]` and run the workload."""
     parser = argparse.ArgumentParser(prog="python -m bench.count")
-    parser.add_argument("scenario", choices=["A", "B", "C"])
+    parser.add_argument("scenario", choices=["A", "B", "C", "H", "I"])
     parser.add_argument("runs", type=int)
     parser.add_argument("--framework", choices=list(SUITES), default="raf")
     args = parser.parse_args()

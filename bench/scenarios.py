@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from bench.patterns import CHAT_MEMBERS, CHAT_ROUNDS, HANDOFF_CHAIN
 from bench.suites.base import (
     CHAIN_LENGTH,
     CHECKPOINT_CHAIN,
@@ -141,6 +142,33 @@ SCENARIOS: dict[str, Scenario] = {
             quick_iterations=2,
             warmup=1,
             method="perf_counter() around the imports inside a fresh interpreter; median of spawns",
+        ),
+        Scenario(
+            "H",
+            f"handoff through {HANDOFF_CHAIN} agents in one turn",
+            "ms/agent",
+            "lower",
+            0.15,
+            iterations=200,
+            quick_iterations=3,
+            method=(
+                f"{HANDOFF_CHAIN} agents, each streaming its token and calling the handoff tool "
+                "of the next (the last answers); a turn consumed through the agent stream; median "
+                "turn time / agents"
+            ),
+        ),
+        Scenario(
+            "I",
+            f"group chat of {CHAT_MEMBERS} agents, {CHAT_ROUNDS} rounds",
+            "ms/round",
+            "lower",
+            0.15,
+            iterations=200,
+            quick_iterations=3,
+            method=(
+                f"round-robin speaker selection among {CHAT_MEMBERS} agents, ended by the round "
+                "bound; a run consumed through the agent stream; median run time / rounds"
+            ),
         ),
     )
 }

@@ -33,6 +33,8 @@ import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from typing import Any, cast  # noqa: E402
 
+from bench import patterns  # noqa: E402
+from bench.patterns import PatternRun, wrong_work  # noqa: E402
 from bench.scenarios import SCENARIOS, Scenario  # noqa: E402
 from bench.suites import SUITES, Unavailable, load  # noqa: E402
 from bench.suites.base import (  # noqa: E402
@@ -247,6 +249,41 @@ async def _checkpoint_samples(
     return checkpoints, plain, stored
 
 
+async def _pattern(
+    workload: PatternRun, replies: int, least_input: int, per: int, clock: _Clock
+) -> dict[str, Any]:
+    """Time a pattern run after checking its work; the value is ms per `per` (agent or round)."""
+    problem = wrong_work(
+        await _timed_outcome(workload.run), replies, workload.largest_input(), least_input
+    )
+    if problem is not None:
+        raise WrongWork(problem)
+    samples = _summary(await _samples(workload.run, clock), 1000 / per)
+    return {
+        "value": samples["median"],
+        "within": samples | {"largest_input": workload.largest_input()},
+    }
+
+
+async def _timed_outcome(run: Run) -> Outcome:
+    if isinstance(run, PreparedRun):
+        await run.prepare()
+    return await run()
+
+
+async def _handoff(suite: Suite, clock: _Clock) -> dict[str, Any]:
+    # The last agent was handed at least the prompt and every earlier agent's reply.
+    chain = patterns.HANDOFF_CHAIN
+    return await _pattern(await patterns.handoff(suite), chain, chain, chain, clock)
+
+
+async def _group_chat(suite: Suite, clock: _Clock) -> dict[str, Any]:
+    rounds = patterns.CHAT_ROUNDS
+    # At least the prompt and one round of the other members' replies.
+    least = patterns.CHAT_MEMBERS
+    return await _pattern(await patterns.group_chat(suite), rounds, least, rounds, clock)
+
+
 _ASYNC: dict[str, Callable[[Suite, _Clock], Awaitable[dict[str, Any]]]] = {
     "A": _chain,
     "B": _fan_out,
@@ -254,6 +291,8 @@ _ASYNC: dict[str, Callable[[Suite, _Clock], Awaitable[dict[str, Any]]]] = {
     "D": _memory,
     "E": _nesting,
     "F": _checkpoint,
+    "H": _handoff,
+    "I": _group_chat,
 }
 
 

@@ -72,7 +72,16 @@ if TYPE_CHECKING:
     from raf.adapters import create_llm_adapter as create_llm_adapter
     from raf.adapters import create_react_adapter as create_react_adapter
     from raf.builders import ConcurrentBuilder as ConcurrentBuilder
+    from raf.builders import FunctionCondition as FunctionCondition
+    from raf.builders import GroupChatBuilder as GroupChatBuilder
+    from raf.builders import HandoffBuilder as HandoffBuilder
+    from raf.builders import MaxRounds as MaxRounds
     from raf.builders import SequentialBuilder as SequentialBuilder
+    from raf.builders import SpeakerSaid as SpeakerSaid
+    from raf.builders import TerminationCondition as TerminationCondition
+    from raf.builders import TextMention as TextMention
+    from raf.builders import llm_selector as llm_selector
+    from raf.builders import round_robin as round_robin
     from raf.engine import AgentExecutor as AgentExecutor
     from raf.engine import Executor as Executor
     from raf.engine import FunctionExecutor as FunctionExecutor
@@ -111,6 +120,15 @@ _LAZY: dict[str, str] = {
     "Checkpoint": "raf.stores",
     "CheckpointStore": "raf.stores",
     "ConcurrentBuilder": "raf.builders",
+    "FunctionCondition": "raf.builders",
+    "GroupChatBuilder": "raf.builders",
+    "HandoffBuilder": "raf.builders",
+    "MaxRounds": "raf.builders",
+    "SpeakerSaid": "raf.builders",
+    "TerminationCondition": "raf.builders",
+    "TextMention": "raf.builders",
+    "llm_selector": "raf.builders",
+    "round_robin": "raf.builders",
     "Executor": "raf.engine",
     "FunctionExecutor": "raf.engine",
     "LlmProvider": "raf.providers.base",
@@ -178,11 +196,15 @@ __all__ = [
     "ExecutorInvoked",
     "ExecutorInvoking",
     "FunctionAgent",
+    "FunctionCondition",
     "FunctionExecutor",
     "GraphValidationError",
+    "GroupChatBuilder",
+    "HandoffBuilder",
     "HandoffLimitExceeded",
     "IAgent",
     "LlmProvider",
+    "MaxRounds",
     "MaxRoundsExceeded",
     "MemoryCheckpointStore",
     "MessageCompleted",
@@ -203,10 +225,13 @@ __all__ = [
     "SequentialBuilder",
     "Session",
     "SessionBusy",
+    "SpeakerSaid",
     "SqliteCheckpointStore",
     "Step",
+    "TerminationCondition",
     "TextContent",
     "TextDelta",
+    "TextMention",
     "ThreadContext",
     "Tool",
     "ToolCallArgs",
@@ -228,6 +253,8 @@ __all__ = [
     "create_client",
     "create_llm_adapter",
     "create_react_adapter",
+    "llm_selector",
+    "round_robin",
     "tool",
     "walk",
     "workspace_tools",

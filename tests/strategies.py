@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -112,3 +113,58 @@ def tree_paths(agent: IAgent) -> set[tuple[str, ...]]:
     from raf.registry import walk
 
     return {path for path, _ in walk(agent)}
+
+
+# Group-chat termination conditions: trees of `|` and `&` over the four kinds of leaf, as
+# plain tuples, with a reference meaning that does not use raf.
+CondSpec = tuple[str, Any]
+"""("max", n) | ("text", s) | ("speaker", id) | ("length", n) | ("or" / "and", (child, ...))"""
+
+_WORDS = ("DONE", "ok", "TERMINATE")
+_SPEAKERS = ("a", "b", "c")
+
+
+def condition_specs() -> st.SearchStrategy[CondSpec]:
+    """Random termination-condition trees, up to 12 leaves."""
+    leaves = st.one_of(
+        st.tuples(st.just("max"), st.integers(1, 4)),
+        st.tuples(st.just("text"), st.sampled_from(_WORDS)),
+        st.tuples(st.just("speaker"), st.sampled_from(_SPEAKERS)),
+        st.tuples(st.just("length"), st.integers(0, 5)),
+    )
+
+    def deeper(inner: st.SearchStrategy[CondSpec]) -> st.SearchStrategy[CondSpec]:
+        children = st.lists(inner, min_size=2, max_size=3).map(tuple)
+        return st.tuples(st.sampled_from(["or", "and"]), children)
+
+    return st.recursive(leaves, deeper, max_leaves=12)
+
+
+def chat_progress() -> st.SearchStrategy[tuple[list[ChatMessage], int, str | None]]:
+    """A transcript of one to five messages, the rounds of the run, and its last speaker."""
+    message = st.tuples(st.sampled_from(_SPEAKERS), st.sampled_from(("", *_WORDS))).map(
+        lambda pair: ChatMessage.assistant(f"said {pair[1]}", author=pair[0])
+    )
+    return st.tuples(
+        st.lists(message, min_size=1, max_size=5),
+        st.integers(0, 5),
+        st.one_of(st.none(), st.sampled_from(_SPEAKERS)),
+    )
+
+
+def condition_holds(
+    spec: CondSpec, transcript: list[ChatMessage], rounds: int, speaker: str | None
+) -> bool:
+    """What the condition `spec` means, evaluated directly."""
+    kind, arg = spec
+    if kind == "or":
+        return any(condition_holds(c, transcript, rounds, speaker) for c in arg)
+    if kind == "and":
+        return all(condition_holds(c, transcript, rounds, speaker) for c in arg)
+    if kind == "max":
+        return rounds >= arg
+    if kind == "text":
+        return arg in transcript[-1].text
+    if kind == "speaker":
+        return speaker == arg
+    return len(transcript) > arg

@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["index", "agents", "composition", "discovery", "testing", "stores", "cli", "serving"]
+PAGES = [
+    "index",
+    "agents",
+    "composition",
+    "discovery",
+    "testing",
+    "stores",
+    "cli",
+    "serving",
+    "patterns",
+]
 README = DOCS.parent / "README.md"
 
 

@@ -28,6 +28,8 @@ EXPECTED = {
     "review_panel.py": "verdicts: {'style'",
     "nested.py": "analysis/length/counter",
     "registry.py": "['newsroom/writing/polish']",
+    "handoff.py": "turn 2 answered by desk/",
+    "group_chat.py": "chat ended after",
 }
 """A line each example prints when it ran through, offline and against an endpoint alike."""
 

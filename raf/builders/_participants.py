@@ -10,14 +10,16 @@ from raf.engine.builder import agent_mistake
 from raf.errors import GraphValidationError
 
 
-def check_agent(builder: str, workflow_id: str, agent: object) -> IAgent:
+def check_agent(
+    builder: str, workflow_id: str, agent: object, *, where: str = "add_agent(agent)"
+) -> IAgent:
     """`agent`, after checking it is an agent instance that `add_agent` can take.
 
     Raises:
         TypeError: naming the builder and what to pass instead (an instance for a class,
             `.as_agent()` for a `Workflow`, the agent itself for an id).
     """
-    call = f"{builder} {workflow_id!r}: add_agent(agent)"
+    call = f"{builder} {workflow_id!r}: {where}"
     mistake = agent_mistake(agent)
     if mistake is not None:
         raise TypeError(f"{call} takes an agent, {mistake}")
@@ -62,3 +64,13 @@ def check_participants(builder: str, workflow_id: str, agents: Iterable[IAgent])
             ids=tuple(duplicates),
         )
     return participants
+
+
+def free_id(base: str, taken: Iterable[str]) -> str:
+    """`base`, or `base_2`, `base_3`, … when a participant already has that id."""
+    used = set(taken)
+    candidate, n = base, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{base}_{n}"
+    return candidate

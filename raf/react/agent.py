@@ -18,15 +18,17 @@ Example:
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from raf.agent import BaseAgent
+from raf.agent import BaseAgent, Session
 from raf.errors import AgentError
 from raf.messages import ChatMessage, ToolCallContent
 from raf.providers.base import LlmProvider
+from raf.react.exits import ExitTool
 from raf.react.loop import ReactLoop
 from raf.react.resolve import RESOLVE_TOOL_NAME, resolve_definition
 from raf.run import RunContext
@@ -130,6 +132,45 @@ class ReactAgent(BaseAgent):
         """JSON schema of the structured value, if the agent has an output schema."""
         definition = self._loop.tools[-1] if self._loop.output_schema is not None else None
         return copy.deepcopy(definition.parameters) if definition is not None else None
+
+    def with_exits(self, exits: Sequence[ExitTool]) -> ReactAgent:
+        """A view of this agent that also offers `exits`, tools whose call ends its loop.
+
+        The view shares everything else (id, provider, tools, schema); this agent is not
+        changed. Patterns that take control back from an agent (a handoff) run the view.
+
+        Raises:
+            ValueError: when an exit is named like one of the agent's tools.
+
+        Example:
+            >>> import anyio
+            >>> from raf.react.exits import ExitTool
+            >>> from raf.testing import ScriptedProvider, tool_calls
+            >>> from raf.tools import ToolDefinition
+            >>> model = ScriptedProvider([tool_calls(("handoff_to_billing", {}))])
+            >>> agent = ReactAgent("triage", model, "Route the user.")
+            >>> leave = ExitTool(ToolDefinition(name="handoff_to_billing"), "Transferred.")
+            >>> response = anyio.run(agent.with_exits([leave]).run("refund?").collect)
+            >>> [(m.role, m.text) for m in response.messages]
+            [('assistant', ''), ('tool', '')]
+            >>> response.messages[-1].contents[0].result
+            'Transferred.'
+        """
+        loop = self._loop
+        taken = {d.name for d in loop.tools} | {e.name for e in loop.exits}
+        clashes = sorted({e.name for e in exits} & taken)
+        if clashes:
+            raise ValueError(
+                f"ReactAgent {self.id!r} already has tools named {clashes}; "
+                "rename them with @tool(name=...)"
+            )
+        # `resolve` stays the last definition (output_schema() reads it there).
+        split = len(loop.tools) - (loop.output_schema is not None)
+        definitions = (*loop.tools[:split], *(e.definition for e in exits), *loop.tools[split:])
+        view = copy.copy(self)
+        view._default_session = Session()  # a view run on its own keeps its own conversation
+        view._loop = dataclasses.replace(loop, tools=definitions, exits=(*loop.exits, *exits))
+        return view
 
     async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
         """Run the ReAct loop on the conversation `messages`; see the class docstring."""

@@ -40,6 +40,7 @@ from raf.providers.base import (
     ToolCallStarted,
     UsageReport,
 )
+from raf.react.exits import ExitTool, second_exit
 from raf.react.resolve import DUPLICATE, RESOLVE_TOOL_NAME, check_resolve, correction_message
 from raf.run import RunContext
 from raf.tools.definition import ToolDefinition
@@ -80,11 +81,15 @@ class ReactLoop:
     """The author of the assistant and tool messages the loop adds."""
     label: str = "the ReAct loop"
     """Who runs the loop, for error messages."""
+    exits: tuple[ExitTool, ...] = ()
+    """Tools whose call ends the loop after its round (their definitions are in `tools`)."""
     _names: frozenset[str] = field(init=False, repr=False)
+    _exits: dict[str, ExitTool] = field(init=False, repr=False)
     _system: tuple[ChatMessage, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_names", frozenset(d.name for d in self.tools))
+        object.__setattr__(self, "_exits", {e.name: e for e in self.exits})
         # Built once: messages are frozen, so every run can share it.
         system = (ChatMessage.system(self.instructions),) if self.instructions else ()
         object.__setattr__(self, "_system", system)
@@ -119,7 +124,7 @@ class ReactLoop:
                     )
                 conversation.append(correction_message())
                 continue
-            results, resolved, value = await self._run_calls(completion.tool_calls, ctx)
+            results, resolved, value, exited = await self._run_calls(completion.tool_calls, ctx)
             conversation.extend(results)
             added.extend(results)
             if resolved:
@@ -134,6 +139,9 @@ class ReactLoop:
                 return AgentResponse(
                     messages=added, usage=_usage(tokens_in, tokens_out, ()), value=value
                 )
+            if exited:
+                # An exit tool was called: whoever offered it takes over from here.
+                return AgentResponse(messages=added, usage=_usage(tokens_in, tokens_out, ()))
         goal = "submitting its output through resolve" if schema else "a final answer"
         raise MaxRoundsExceeded(
             f"{self.label} made {rounds} model calls without {goal}; raise max_rounds "
@@ -193,10 +201,11 @@ class ReactLoop:
 
     async def _run_calls(
         self, calls: list[ToolCallContent], ctx: RunContext
-    ) -> tuple[list[ChatMessage], bool, Any]:
+    ) -> tuple[list[ChatMessage], bool, Any, bool]:
         results: list[ToolResult | None] = [None] * len(calls)
         pending: list[int] = []
         resolved = False
+        exited: str | None = None
         value: Any = None
         schema = self.output_schema
         for index, call in enumerate(calls):
@@ -206,6 +215,12 @@ class ReactLoop:
                 else:
                     value, result = check_resolve(schema, call.arguments)
                     resolved = value is not None
+            elif call.name in self._exits:
+                if exited is None:
+                    exited = call.name
+                    result = ToolResult(self._exits[call.name].result)
+                else:
+                    result = second_exit(exited, call.name)
             elif call.name not in self._names:
                 result = self._unknown(call.name)
             else:
@@ -230,7 +245,7 @@ class ReactLoop:
             for call, result in zip(calls, results, strict=True)
             if result is not None
         ]
-        return messages, resolved, value
+        return messages, resolved, value, exited is not None
 
     async def _run_one(
         self,
