@@ -69,8 +69,22 @@ if TYPE_CHECKING:
     from raf.adapters import agent_to_adapter as agent_to_adapter
     from raf.adapters import create_llm_adapter as create_llm_adapter
     from raf.adapters import create_react_adapter as create_react_adapter
+    from raf.builders import Ballot as Ballot
     from raf.builders import ConcurrentBuilder as ConcurrentBuilder
+    from raf.builders import LedgerAnswer as LedgerAnswer
+    from raf.builders import LedgerChoice as LedgerChoice
+    from raf.builders import MagenticBuilder as MagenticBuilder
+    from raf.builders import ProgressLedger as ProgressLedger
     from raf.builders import SequentialBuilder as SequentialBuilder
+    from raf.builders import TaskLedger as TaskLedger
+    from raf.builders import VoteBuilder as VoteBuilder
+    from raf.builders import VotePolicy as VotePolicy
+    from raf.builders import VoteResult as VoteResult
+    from raf.builders import judge as judge
+    from raf.builders import majority as majority
+    from raf.builders import plurality as plurality
+    from raf.builders import unanimous as unanimous
+    from raf.builders import weighted as weighted
     from raf.engine import AgentExecutor as AgentExecutor
     from raf.engine import Executor as Executor
     from raf.engine import FunctionExecutor as FunctionExecutor
@@ -106,25 +120,34 @@ _LAZY: dict[str, str] = {
     "AgentExecutor": "raf.engine",
     "AgentRegistry": "raf.registry",
     "AgentTree": "raf.registry",
+    "Ballot": "raf.builders",
     "Checkpoint": "raf.stores",
     "CheckpointStore": "raf.stores",
     "ConcurrentBuilder": "raf.builders",
     "Executor": "raf.engine",
     "FunctionExecutor": "raf.engine",
+    "LedgerAnswer": "raf.builders",
+    "LedgerChoice": "raf.builders",
     "LlmProvider": "raf.providers.base",
+    "MagenticBuilder": "raf.builders",
     "MemoryCheckpointStore": "raf.stores",
     "NodeContext": "raf.engine",
     "OpenAIProvider": "raf.providers.openai",
     "PostgresCheckpointStore": "raf.stores",
+    "ProgressLedger": "raf.builders",
     "ReactAgent": "raf.react",
     "RetryPolicy": "raf.providers.retry",
     "RoleFn": "raf.adapters",
     "SequentialBuilder": "raf.builders",
     "SqliteCheckpointStore": "raf.stores",
     "Step": "raf.adapters",
+    "TaskLedger": "raf.builders",
     "ThreadContext": "raf.adapters",
     "Tool": "raf.tools",
     "ToolDefinition": "raf.tools",
+    "VoteBuilder": "raf.builders",
+    "VotePolicy": "raf.builders",
+    "VoteResult": "raf.builders",
     "Workflow": "raf.engine",
     "WorkflowAgent": "raf.engine",
     "WorkflowBuilder": "raf.engine",
@@ -133,6 +156,11 @@ _LAZY: dict[str, str] = {
     "create_client": "raf.providers.openai",
     "create_llm_adapter": "raf.adapters",
     "create_react_adapter": "raf.adapters",
+    "judge": "raf.builders",
+    "majority": "raf.builders",
+    "plurality": "raf.builders",
+    "unanimous": "raf.builders",
+    "weighted": "raf.builders",
     "tool": "raf.tools",
     "Workspace": "raf.tools",
     "workspace_tools": "raf.tools",
@@ -154,6 +182,7 @@ __all__ = [
     "AgentRun",
     "AgentTree",
     "AgentUpdate",
+    "Ballot",
     "Budget",
     "BudgetExceeded",
     "ChatMessage",
@@ -169,13 +198,17 @@ __all__ = [
     "GraphValidationError",
     "HandoffLimitExceeded",
     "IAgent",
+    "LedgerAnswer",
+    "LedgerChoice",
     "LlmProvider",
+    "MagenticBuilder",
     "MaxRoundsExceeded",
     "MemoryCheckpointStore",
     "MessageCompleted",
     "NodeContext",
     "OpenAIProvider",
     "PostgresCheckpointStore",
+    "ProgressLedger",
     "ProviderError",
     "QuorumNotReached",
     "ReactAgent",
@@ -192,6 +225,7 @@ __all__ = [
     "SessionBusy",
     "SqliteCheckpointStore",
     "Step",
+    "TaskLedger",
     "TextContent",
     "TextDelta",
     "ThreadContext",
@@ -205,6 +239,9 @@ __all__ = [
     "ToolError",
     "ToolResultContent",
     "Usage",
+    "VoteBuilder",
+    "VotePolicy",
+    "VoteResult",
     "Workflow",
     "WorkflowAgent",
     "WorkflowBuilder",
@@ -215,8 +252,13 @@ __all__ = [
     "create_client",
     "create_llm_adapter",
     "create_react_adapter",
+    "judge",
+    "majority",
+    "plurality",
     "tool",
+    "unanimous",
     "walk",
+    "weighted",
     "workspace_tools",
     "register_model",
     "CheckpointError",

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import anyio
 
 from raf.agent import AgentMetadata, AgentRun, IAgent, RunOptions
 from raf.messages import MessagesInput
 from raf.session import Session
+
+
+async def answers_in_sessions(agent: IAgent, prompts: Sequence[str]) -> list[str]:
+    """Run every prompt at once, each on its own session; the answers' texts, in order."""
+    answers = [""] * len(prompts)
+
+    async def one(index: int) -> None:
+        session = Session(id=f"session{index}")
+        answers[index] = (await agent.run(prompts[index], session).collect()).text
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as group:
+            for index in range(len(prompts)):
+                group.start_soon(one, index)
+    return answers
 
 
 def task_count() -> int:

@@ -1,4 +1,4 @@
-"""Participant checks shared by the builders."""
+"""Participant checks and node naming shared by the builders."""
 
 from __future__ import annotations
 
@@ -62,3 +62,12 @@ def check_participants(builder: str, workflow_id: str, agents: Iterable[IAgent])
             ids=tuple(duplicates),
         )
     return participants
+
+
+def free_id(base: str, taken: list[str]) -> str:
+    """`base`, or `base_2`, `base_3`, … when a participant already has that id."""
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}_{n}"
+    return candidate

@@ -18,7 +18,7 @@ from typing import Any, Self, cast
 
 from raf._describe import describe
 from raf.agent import IAgent, check_agent_id
-from raf.builders._participants import check_agent, check_participants
+from raf.builders._participants import check_agent, check_participants, free_id
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
 from raf.engine.executors import AgentExecutor, Executor, conversation_of
@@ -84,8 +84,8 @@ class ConcurrentBuilder:
         agents = check_participants("ConcurrentBuilder", self._id, self._agents)
         ids = [a.id for a in agents]
         branches = [Branch(agent) for agent in agents]
-        dispatcher = Dispatcher(_free_id(DISPATCHER, ids))
-        aggregator = Aggregate(_free_id(AGGREGATOR, ids), ids, self._aggregator)
+        dispatcher = Dispatcher(free_id(DISPATCHER, ids))
+        aggregator = Aggregate(free_id(AGGREGATOR, ids), ids, self._aggregator)
         builder = WorkflowBuilder(self._id).add_executor(dispatcher)
         for branch in branches:
             builder.add_executor(branch)
@@ -138,12 +138,3 @@ class Aggregate(Executor):
             output = [output]
         await ctx.yield_output(output)
         return output
-
-
-def _free_id(base: str, taken: list[str]) -> str:
-    """`base`, or `base_2`, `base_3`, … when a participant already has that id."""
-    candidate, n = base, 1
-    while candidate in taken:
-        n += 1
-        candidate = f"{base}_{n}"
-    return candidate
