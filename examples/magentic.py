@@ -3,7 +3,10 @@
 A researcher looks facts up with a tool, a writer drafts; the manager's task and progress
 ledgers stream as reasoning. A second run on the same session continues the task.
 
-Run from the repository root: python -m examples.magentic
+A manager model has to answer with JSON ledgers; one that cannot ends the run with a
+`SchemaValidationError`, which the example reports.
+
+Run: python examples/magentic.py (or, from the repository root, python -m examples.magentic)
 """
 
 from __future__ import annotations
@@ -12,9 +15,13 @@ import json
 
 import anyio
 
-from examples._models import last_text, provider_for
-from raf import ChatMessage, MagenticBuilder, ReactAgent, Session, tool
+from raf import ChatMessage, MagenticBuilder, ReactAgent, SchemaValidationError, Session, tool
 from raf.testing import Turn, text, tool_calls
+
+if __package__:  # python -m examples.magentic
+    from examples._models import last_text, provider_for
+else:  # python examples/magentic.py
+    from _models import last_text, provider_for
 
 OPENING_HOURS = {"bakery": "7:00-18:00", "library": "9:00-20:00"}
 
@@ -105,16 +112,21 @@ async def main() -> None:
             .build()
             .as_agent()
         )
+        print(f"team {team.id}: {', '.join(team.metadata.children)}")
         session = Session()
-        async with team.run("When is the bakery open?", session) as stream:
-            async for update in stream:
-                if update.type == "reasoning_delta" and update.path == ("errands",):
-                    print(f"[manager] {update.text.splitlines()[0]}")
-                elif update.type == "tool_called":
-                    print(f"[{'/'.join(update.path)}] {update.name} -> {update.result}")
-                elif update.type == "message_completed" and update.path == ("errands",):
-                    print(f"answer: {update.message.text}")
-        again = await team.run("And the library?", session).collect()
+        try:
+            async with team.run("When is the bakery open?", session) as stream:
+                async for update in stream:
+                    if update.type == "reasoning_delta" and update.path == ("errands",):
+                        print(f"[manager] {update.text.splitlines()[0]}")
+                    elif update.type == "tool_called":
+                        print(f"[{'/'.join(update.path)}] {update.name} -> {update.result}")
+                    elif update.type == "message_completed" and update.path == ("errands",):
+                        print(f"answer: {update.message.text}")
+            again = await team.run("And the library?", session).collect()
+        except SchemaValidationError as exc:
+            print(f"the manager's model wrote no valid ledger: {exc}")
+            return
         print(f"follow-up: {again.text}")
 
 

@@ -1,31 +1,41 @@
-"""A vote: three reviewers answer the same question at once with structured ballots.
+"""A vote: three reviewers answer the same question at once, each with a ballot.
 
-The majority decides; a split vote goes to a judge. Each ballot is a `Ballot` (the reviewers'
-`resolve` call), and the run's value is a `VoteResult`.
+The majority decides; a split vote goes to a judge. Each reviewer answers with a JSON ballot
+(`{"choice", "confidence", "rationale"}`), which any model can write; a plain answer counts as
+its choice. (`ReactAgent(..., output_schema=Ballot)` gets the ballot through a tool call
+instead.) The run's value is a `VoteResult`.
 
-Run from the repository root: python -m examples.vote
+Run: python examples/vote.py (or, from the repository root, python -m examples.vote)
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import anyio
 
-from examples._models import provider_for
-from raf import Ballot, ChatMessage, ReactAgent, VoteBuilder, VoteResult, judge, majority
-from raf.testing import Turn, resolve, text
+from raf import ChatMessage, ReactAgent, VoteBuilder, VoteResult, judge, majority
+from raf.testing import Turn, text
+
+if __package__:  # python -m examples.vote
+    from examples._models import provider_for
+else:  # python examples/vote.py
+    from _models import provider_for
 
 VERDICTS = {"style": "publish", "tone": "publish", "facts": "revise"}
-INSTRUCTIONS = "Review the text. Vote 'publish' or 'revise', with your confidence and why."
+INSTRUCTIONS = (
+    "Review the text. Vote 'publish' or 'revise'. Answer with JSON only: "
+    '{"choice": "publish" or "revise", "confidence": 0 to 1, "rationale": "why"}'
+)
 
 
 def reviewer_script(name: str) -> Callable[[list[ChatMessage]], Turn]:
     """The scripted reviewer: it always casts the same ballot."""
 
     def script(messages: list[ChatMessage]) -> Turn:
-        verdict = VERDICTS[name]
-        return resolve({"choice": verdict, "confidence": 0.8, "rationale": f"{name} says so"})
+        ballot = {"choice": VERDICTS[name], "confidence": 0.8, "rationale": f"{name} says so"}
+        return text(json.dumps(ballot))
 
     return script
 
@@ -38,13 +48,13 @@ async def main() -> None:
         provider_for(lambda m: text("revise")) as referee,
     ):
         reviewers = [
-            ReactAgent(name, provider, INSTRUCTIONS, output_schema=Ballot)
+            ReactAgent(name, provider, INSTRUCTIONS)
             for name, provider in (("style", p1), ("tone", p2), ("facts", p3))
         ]
         board = VoteBuilder(id="board")
         for reviewer in reviewers:
             board.add_agent(reviewer)
-        agent = board.with_policy(majority()).with_quorum(2).build().as_agent()
+        agent = board.with_policy(majority()).build().as_agent()
 
         draft = "Fresh bread, every morning, for everyone. Open 24 hours."
         response = await agent.run(draft).collect()
@@ -52,13 +62,13 @@ async def main() -> None:
         assert isinstance(result, VoteResult)
         for voter, ballot in result.ballots.items():
             print(f"{voter:>6}: {ballot.choice if ballot else 'abstained'}")
-        print(f"winner: {response.text} tally: {result.tally}")
+        print(f"winner: {response.text}, tally: {result.tally}")
 
         # Two reviewers split evenly: the judge decides.
         split = (
             VoteBuilder(id="split")
-            .add_agent(ReactAgent("style", p1, INSTRUCTIONS, output_schema=Ballot))
-            .add_agent(ReactAgent("facts", p3, INSTRUCTIONS, output_schema=Ballot))
+            .add_agent(ReactAgent("style", p1, INSTRUCTIONS))
+            .add_agent(ReactAgent("facts", p3, INSTRUCTIONS))
             .with_policy(judge(ReactAgent("editor", referee, "Settle the vote: one word.")))
             .build()
             .as_agent()
