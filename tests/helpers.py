@@ -11,6 +11,21 @@ from raf.messages import MessagesInput
 from raf.session import Session
 
 
+class Barrier:
+    """Lets its `parties` through `wait()` together, once the last of them has arrived."""
+
+    def __init__(self, parties: int) -> None:
+        self.parties = parties
+        self.arrived = 0
+        self._all = anyio.Event()
+
+    async def wait(self) -> None:
+        self.arrived += 1
+        if self.arrived == self.parties:
+            self._all.set()
+        await self._all.wait()
+
+
 async def answers_in_sessions(agent: IAgent, prompts: Sequence[str]) -> list[str]:
     """Run every prompt at once, each on its own session; the answers' texts, in order."""
     answers = [""] * len(prompts)

@@ -49,6 +49,7 @@ class ManagerClient(ZeroLatencyChatClient):
 
     def __init__(self, members: Sequence[str], rounds: int) -> None:
         super().__init__()
+        self._text = TOKEN
         self._members = set(members)
         self._progress = [
             json.dumps(
@@ -71,27 +72,27 @@ class ManagerClient(ZeroLatencyChatClient):
         options: Mapping[str, Any],
         **kwargs: Any,
     ) -> Any:
+        # The manager's calls come one at a time, so the next answer can wait on the instance.
+        self._text = self._reply(messages)
+        return super()._inner_get_response(
+            messages=messages, stream=stream, options=options, **kwargs
+        )
+
+    def _reply(self, messages: Sequence[Message]) -> str:
         prompt = messages[-1].text
         if "Who should speak next" in prompt:
-            answered = sum(1 for m in messages if m.author_name in self._members)
-            text = self._progress[answered]
-        elif "provide the final answer" in prompt:
-            text = TOKEN
-        else:
-            text = "-"
-        if stream:
-            return self._build_response_stream(self._say(text, len(messages)))
-        return self._whole_text(text)
+            return self._progress[sum(1 for m in messages if m.author_name in self._members)]
+        return TOKEN if "provide the final answer" in prompt else "-"
 
-    async def _say(self, text: str, inputs: int) -> AsyncIterator[ChatResponseUpdate]:
-        yield ChatResponseUpdate(role="assistant", contents=[Content.from_text(text)])
+    async def _updates(self, inputs: int) -> AsyncIterator[ChatResponseUpdate]:
+        yield ChatResponseUpdate(role="assistant", contents=[Content.from_text(self._text)])
         usage = UsageDetails(input_token_count=inputs, output_token_count=1)
         yield ChatResponseUpdate(
             role="assistant", contents=[Content.from_usage(usage)], finish_reason="stop"
         )
 
-    async def _whole_text(self, text: str) -> ChatResponse:
-        return ChatResponse(messages=[Message(role="assistant", contents=[text])])
+    async def _whole(self, inputs: int) -> ChatResponse:
+        return ChatResponse(messages=[Message(role="assistant", contents=[self._text])])
 
 
 async def _consume(agent: Any, author: str) -> Outcome:

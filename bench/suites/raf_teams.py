@@ -1,7 +1,7 @@
 """raf's Magentic and vote workloads (scenarios J and K), on zero-latency fake models.
 
 Magentic: `ReactAgent` participants on the suite's `ZeroLatencyProvider`; the manager is a
-zero-latency fake that answers each call at once: a task ledger, then progress ledgers that
+`ZeroLatencyProvider` that answers each call at once: a task ledger, then progress ledgers that
 alternate between the participants until they have answered `rounds` times, then the final
 answer (`TOKEN`). Vote: `ReactAgent` voters on the suite's provider, `unanimous()` (they all
 answer `TOKEN`, so every ballot is needed). Both are consumed through
@@ -11,29 +11,27 @@ answer `TOKEN`, so every ballot is needed). Both are consumed through
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from types import TracebackType
-from typing import Any
+from collections.abc import Sequence
 
 from bench.suites.base import INSTRUCTIONS, PROMPT, TOKEN, Outcome
-from bench.suites.raf_suite import RafSuite
+from bench.suites.raf_suite import RafSuite, ZeroLatencyProvider
 from bench.teams import TeamRun
 from raf import MagenticBuilder, ReactAgent, Session, VoteBuilder, unanimous
 from raf.agent import IAgent
 from raf.builders.magentic_manager import FINAL_ANSWER, PROGRESS_LEDGER
 from raf.messages import ChatMessage
-from raf.providers.base import Completion, ProviderEvent, TextChunk, UsageReport
 
 
 def _entry(answer: object) -> dict[str, object]:
     return {"reason": "-", "answer": answer}
 
 
-class ManagerModel:
+class ManagerModel(ZeroLatencyProvider):
     """A zero-latency manager: ledgers prepared up front, chosen by the prompt and the
     number of answers in the team's transcript."""
 
     def __init__(self, members: Sequence[str], rounds: int) -> None:
+        super().__init__()
         self._ledger = json.dumps({"facts": "-", "plan": "-"})
         self._progress = [
             json.dumps(
@@ -49,53 +47,14 @@ class ManagerModel:
         ]
         self._answered = f"] {TOKEN}"
 
-    @property
-    def model(self) -> str:
-        """The model name."""
-        return "zero-latency-manager"
-
-    def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[Any] = (),
-        response_format: dict[str, Any] | None = None,
-    ) -> _Answer:
-        """One call; see `raf.providers.base.LlmProvider.stream`."""
+    def reply(self, messages: Sequence[ChatMessage]) -> str:
+        """A task ledger, a progress ledger or the final answer, as the prompt asks."""
         prompt = messages[0].text
         if FINAL_ANSWER in prompt:
-            return _Answer(TOKEN, len(messages))
+            return TOKEN
         if PROGRESS_LEDGER in prompt:
-            answers = messages[-1].text.count(self._answered)
-            return _Answer(self._progress[answers], len(messages))
-        return _Answer(self._ledger, len(messages))
-
-
-class _Answer:
-    __slots__ = ("_events", "_inputs", "_text")
-
-    def __init__(self, text: str, inputs: int) -> None:
-        self._text = text
-        self._inputs = inputs
-        self._events: AsyncGenerator[ProviderEvent] | None = None
-
-    async def __aenter__(self) -> AsyncIterator[ProviderEvent]:
-        self._events = self._play()
-        return self._events
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._events is not None:
-            await self._events.aclose()
-
-    async def _play(self) -> AsyncGenerator[ProviderEvent]:
-        yield TextChunk(self._text)
-        yield UsageReport(self._inputs, 1)
-        yield Completion(text=self._text, input_tokens=self._inputs, output_tokens=1)
+            return self._progress[messages[-1].text.count(self._answered)]
+        return self._ledger
 
 
 async def _consume(agent: IAgent) -> Outcome:

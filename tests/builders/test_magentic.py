@@ -25,7 +25,7 @@ from raf.messages import ChatMessage
 from raf.testing import ScriptedProvider, text
 from raf.updates import AgentUpdate, RequestInfoUpdate
 from tests.builders.magentic_script import Manager, progress
-from tests.helpers import Foreign, answers_in_sessions, task_count
+from tests.helpers import Barrier, Foreign, answers_in_sessions, task_count
 
 pytestmark = pytest.mark.anyio
 
@@ -285,14 +285,9 @@ async def test_one_built_team_serves_twenty_sessions_at_once() -> None:
             return text(messages[-1].text.split("[a] ")[1])
         return text(json.dumps({"facts": "f", "plan": "p"}))
 
-    started = 0
-    all_started = anyio.Event()
+    all_started = Barrier(20)
 
     async def worker(messages: list[ChatMessage]) -> str:
-        nonlocal started
-        started += 1
-        if started == 20:
-            all_started.set()
         await all_started.wait()  # every session is mid-task at once
         return f"did {messages[-1].text}"
 

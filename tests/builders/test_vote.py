@@ -29,7 +29,7 @@ from raf.messages import ChatMessage
 from raf.providers.openai import OpenAIProvider, create_client
 from raf.testing import ScriptedOpenAIServer, Turn, resolve, text
 from raf.updates import AgentUpdate
-from tests.helpers import Foreign, answers_in_sessions, task_count
+from tests.helpers import Barrier, Foreign, answers_in_sessions, task_count
 
 pytestmark = pytest.mark.anyio
 
@@ -255,14 +255,9 @@ async def test_nested_in_a_sequence_with_nested_and_foreign_voters() -> None:
 
 
 async def test_one_built_vote_serves_twenty_sessions_at_once() -> None:
-    arrived = 0
-    everyone = anyio.Event()
+    everyone = Barrier(60)
 
     async def voter(messages: list[ChatMessage]) -> str:
-        nonlocal arrived
-        arrived += 1
-        if arrived == 60:
-            everyone.set()
         await everyone.wait()  # all twenty votes are open at once
         return messages[-1].text.split()[-1]
 
