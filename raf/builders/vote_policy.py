@@ -162,12 +162,14 @@ def settled(
     """
     if not outstanding:
         return True
+    kind = policy.kind
+    if kind == "unanimous":
+        # Two different choices: no unanimity, whatever comes.
+        named = {choice for choice in choices.values() if choice is not None}
+        return len(named) > 1
     now = count(policy, choices, order)
     rest = sum(_weight(policy, voter) for voter in outstanding)
     tally = now.tally
-    kind = policy.kind
-    if kind == "unanimous":
-        return len(tally) > 1
     total = sum(tally.values())
     if kind in ("majority", "judge"):
         best = max(tally.values(), default=0.0)
