@@ -330,6 +330,10 @@ class Count(Executor):
         """The judge, when the policy has one."""
         return self._policy.judge
 
+    def models(self) -> Sequence[type[BaseModel]]:
+        """The vote's value, which checkpoints bring back as itself."""
+        return (VoteResult, Ballot)
+
     async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse:
         """Tally, check the quorum, and yield the `VoteResult` with the winner's message."""
         poll = _PollResult.model_validate(message)

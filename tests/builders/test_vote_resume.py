@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from raf import FunctionAgent, Session, VoteBuilder, majority
@@ -16,6 +18,8 @@ from raf.stores import SqliteCheckpointStore
 from raf.updates import RequestInfoUpdate
 
 pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def asker(calls: Counter[str]) -> IAgent:
@@ -103,3 +107,41 @@ async def test_a_checkpoint_mid_vote_resumes_exactly(tmp_path: Path) -> None:
     assert response.value.winner == "x"
     assert response.value.tally == {"x": 2.0, "y": 1.0}
     assert calls == Counter({"asker": 1})
+
+
+RESUME_ELSEWHERE = """
+import sys, anyio
+from collections import Counter
+from raf.stores import SqliteCheckpointStore
+from tests.builders.test_vote_resume import build
+
+async def main():
+    async with SqliteCheckpointStore(sys.argv[1]) as store:
+        done = await build(Counter()).resume(sys.argv[2], store)
+    [response] = done.outputs
+    print(type(response.value).__name__, response.value.winner)
+
+anyio.run(main)
+"""
+
+
+async def test_a_finished_vote_read_back_in_another_process_is_a_vote_result(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "votes.sqlite"
+    async with SqliteCheckpointStore(path) as store:
+        waiting = await build(Counter()).run("x or y?", Session(id="s1", store=store))
+        [request] = waiting.requests
+        assert waiting.checkpoint_id is not None
+        answers = {request.request_id: "y"}
+        done = await build(Counter()).resume(waiting.checkpoint_id, store, responses=answers)
+    # The last checkpoint holds the vote's output; a new process decodes it.
+    assert done.status == "completed" and done.checkpoint_id is not None
+    with anyio.fail_after(60):
+        child = await anyio.run_process(
+            [sys.executable, "-c", RESUME_ELSEWHERE, str(path), done.checkpoint_id],
+            cwd=ROOT,
+            check=False,
+        )
+    assert child.returncode == 0, child.stderr.decode()
+    assert child.stdout.decode().split() == ["VoteResult", "y"]
