@@ -14,6 +14,7 @@ from bench.suites.base import (
     SESSION_CHAIN,
     SESSIONS,
 )
+from bench.teams import MAGENTIC_MEMBERS, MAGENTIC_ROUNDS, VOTERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +169,34 @@ SCENARIOS: dict[str, Scenario] = {
             method=(
                 f"round-robin speaker selection among {CHAT_MEMBERS} agents, ended by the round "
                 "bound; a run consumed through the agent stream; median run time / rounds"
+            ),
+        ),
+        Scenario(
+            "J",
+            f"Magentic-One: {MAGENTIC_ROUNDS} rounds among {MAGENTIC_MEMBERS} agents",
+            "ms/round",
+            "lower",
+            0.5,
+            iterations=200,
+            quick_iterations=3,
+            method=(
+                "a zero-latency manager (task ledger, one progress ledger per round, the final "
+                f"answer) alternating between {MAGENTIC_MEMBERS} agents for {MAGENTIC_ROUNDS} "
+                "rounds; a run consumed through the agent stream; median run time / rounds"
+            ),
+        ),
+        Scenario(
+            "K",
+            f"vote of {VOTERS} agents (MAF: concurrent + tallying aggregator)",
+            "ms",
+            "lower",
+            3.0,
+            iterations=300,
+            quick_iterations=3,
+            method=(
+                f"{VOTERS} voters asked at once, every ballot needed (all agree, unanimity), "
+                "tallied into one answer; median time of a whole run. No peer has a vote: MAF "
+                "runs its closest, a concurrent workflow whose aggregator tallies"
             ),
         ),
     )

@@ -33,7 +33,7 @@ import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from typing import Any, cast  # noqa: E402
 
-from bench import patterns  # noqa: E402
+from bench import patterns, teams  # noqa: E402
 from bench.patterns import PatternRun, wrong_work  # noqa: E402
 from bench.scenarios import SCENARIOS, Scenario  # noqa: E402
 from bench.suites import SUITES, Unavailable, load  # noqa: E402
@@ -265,6 +265,23 @@ async def _pattern(
     }
 
 
+async def _team(
+    workload: teams.TeamRun, tokens: int, least_input: int, per: int, clock: _Clock
+) -> dict[str, Any]:
+    """Time a Magentic or vote run after checking its work; the value is ms per `per`."""
+    run = workload.run
+    if isinstance(run, PreparedRun):
+        await run.prepare()
+    problem = teams.wrong_work(await run(), tokens, least_input, workload.largest_input())
+    if problem is not None:
+        raise WrongWork(problem)
+    samples = _summary(await _samples(run, clock), 1000 / per)
+    return {
+        "value": samples["median"],
+        "within": samples | {"largest_input": workload.largest_input()},
+    }
+
+
 async def _timed_outcome(run: Run) -> Outcome:
     if isinstance(run, PreparedRun):
         await run.prepare()
@@ -284,6 +301,18 @@ async def _group_chat(suite: Suite, clock: _Clock) -> dict[str, Any]:
     return await _pattern(await patterns.group_chat(suite), rounds, least, rounds, clock)
 
 
+async def _magentic(suite: Suite, clock: _Clock) -> dict[str, Any]:
+    rounds = teams.MAGENTIC_ROUNDS
+    # Each participant's token, and the manager's final answer. How much of the team's work a
+    # participant is handed differs between frameworks (`largest_input` in the report).
+    return await _team(await teams.magentic(suite), rounds + 1, 1, rounds, clock)
+
+
+async def _vote(suite: Suite, clock: _Clock) -> dict[str, Any]:
+    # Each voter's token, and the answer with the winner.
+    return await _team(await teams.vote(suite), teams.VOTERS + 1, 1, 1, clock)
+
+
 _ASYNC: dict[str, Callable[[Suite, _Clock], Awaitable[dict[str, Any]]]] = {
     "A": _chain,
     "B": _fan_out,
@@ -293,6 +322,8 @@ _ASYNC: dict[str, Callable[[Suite, _Clock], Awaitable[dict[str, Any]]]] = {
     "F": _checkpoint,
     "H": _handoff,
     "I": _group_chat,
+    "J": _magentic,
+    "K": _vote,
 }
 
 

@@ -71,17 +71,31 @@ if TYPE_CHECKING:
     from raf.adapters import agent_to_adapter as agent_to_adapter
     from raf.adapters import create_llm_adapter as create_llm_adapter
     from raf.adapters import create_react_adapter as create_react_adapter
+    from raf.builders import Ballot as Ballot
     from raf.builders import ConcurrentBuilder as ConcurrentBuilder
     from raf.builders import FunctionCondition as FunctionCondition
     from raf.builders import GroupChatBuilder as GroupChatBuilder
     from raf.builders import HandoffBuilder as HandoffBuilder
+    from raf.builders import LedgerAnswer as LedgerAnswer
+    from raf.builders import LedgerChoice as LedgerChoice
+    from raf.builders import MagenticBuilder as MagenticBuilder
     from raf.builders import MaxRounds as MaxRounds
+    from raf.builders import ProgressLedger as ProgressLedger
     from raf.builders import SequentialBuilder as SequentialBuilder
     from raf.builders import SpeakerSaid as SpeakerSaid
+    from raf.builders import TaskLedger as TaskLedger
     from raf.builders import TerminationCondition as TerminationCondition
     from raf.builders import TextMention as TextMention
+    from raf.builders import VoteBuilder as VoteBuilder
+    from raf.builders import VotePolicy as VotePolicy
+    from raf.builders import VoteResult as VoteResult
+    from raf.builders import judge as judge
     from raf.builders import llm_selector as llm_selector
+    from raf.builders import majority as majority
+    from raf.builders import plurality as plurality
     from raf.builders import round_robin as round_robin
+    from raf.builders import unanimous as unanimous
+    from raf.builders import weighted as weighted
     from raf.engine import AgentExecutor as AgentExecutor
     from raf.engine import Executor as Executor
     from raf.engine import FunctionExecutor as FunctionExecutor
@@ -117,6 +131,7 @@ _LAZY: dict[str, str] = {
     "AgentExecutor": "raf.engine",
     "AgentRegistry": "raf.registry",
     "AgentTree": "raf.registry",
+    "Ballot": "raf.builders",
     "Checkpoint": "raf.stores",
     "CheckpointStore": "raf.stores",
     "ConcurrentBuilder": "raf.builders",
@@ -131,20 +146,28 @@ _LAZY: dict[str, str] = {
     "round_robin": "raf.builders",
     "Executor": "raf.engine",
     "FunctionExecutor": "raf.engine",
+    "LedgerAnswer": "raf.builders",
+    "LedgerChoice": "raf.builders",
     "LlmProvider": "raf.providers.base",
+    "MagenticBuilder": "raf.builders",
     "MemoryCheckpointStore": "raf.stores",
     "NodeContext": "raf.engine",
     "OpenAIProvider": "raf.providers.openai",
     "PostgresCheckpointStore": "raf.stores",
+    "ProgressLedger": "raf.builders",
     "ReactAgent": "raf.react",
     "RetryPolicy": "raf.providers.retry",
     "RoleFn": "raf.adapters",
     "SequentialBuilder": "raf.builders",
     "SqliteCheckpointStore": "raf.stores",
     "Step": "raf.adapters",
+    "TaskLedger": "raf.builders",
     "ThreadContext": "raf.adapters",
     "Tool": "raf.tools",
     "ToolDefinition": "raf.tools",
+    "VoteBuilder": "raf.builders",
+    "VotePolicy": "raf.builders",
+    "VoteResult": "raf.builders",
     "Workflow": "raf.engine",
     "WorkflowAgent": "raf.engine",
     "WorkflowBuilder": "raf.engine",
@@ -153,6 +176,11 @@ _LAZY: dict[str, str] = {
     "create_client": "raf.providers.openai",
     "create_llm_adapter": "raf.adapters",
     "create_react_adapter": "raf.adapters",
+    "judge": "raf.builders",
+    "majority": "raf.builders",
+    "plurality": "raf.builders",
+    "unanimous": "raf.builders",
+    "weighted": "raf.builders",
     "tool": "raf.tools",
     "Workspace": "raf.tools",
     "workspace_tools": "raf.tools",
@@ -185,6 +213,7 @@ __all__ = [
     "AgentRun",
     "AgentTree",
     "AgentUpdate",
+    "Ballot",
     "Budget",
     "BudgetExceeded",
     "ChatMessage",
@@ -203,14 +232,18 @@ __all__ = [
     "HandoffBuilder",
     "HandoffLimitExceeded",
     "IAgent",
+    "LedgerAnswer",
+    "LedgerChoice",
     "LlmProvider",
     "MaxRounds",
+    "MagenticBuilder",
     "MaxRoundsExceeded",
     "MemoryCheckpointStore",
     "MessageCompleted",
     "NodeContext",
     "OpenAIProvider",
     "PostgresCheckpointStore",
+    "ProgressLedger",
     "ProviderError",
     "QuorumNotReached",
     "ReactAgent",
@@ -229,6 +262,7 @@ __all__ = [
     "SqliteCheckpointStore",
     "Step",
     "TerminationCondition",
+    "TaskLedger",
     "TextContent",
     "TextDelta",
     "TextMention",
@@ -243,6 +277,9 @@ __all__ = [
     "ToolError",
     "ToolResultContent",
     "Usage",
+    "VoteBuilder",
+    "VotePolicy",
+    "VoteResult",
     "Workflow",
     "WorkflowAgent",
     "WorkflowBuilder",
@@ -255,8 +292,13 @@ __all__ = [
     "create_react_adapter",
     "llm_selector",
     "round_robin",
+    "judge",
+    "majority",
+    "plurality",
     "tool",
+    "unanimous",
     "walk",
+    "weighted",
     "workspace_tools",
     "register_model",
     "CheckpointError",

@@ -2,11 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import anyio
 
 from raf.agent import AgentMetadata, AgentRun, IAgent, RunOptions
 from raf.messages import MessagesInput
 from raf.session import Session
+
+
+class Barrier:
+    """Lets its `parties` through `wait()` together, once the last of them has arrived."""
+
+    def __init__(self, parties: int) -> None:
+        self.parties = parties
+        self.arrived = 0
+        self._all = anyio.Event()
+
+    async def wait(self) -> None:
+        self.arrived += 1
+        if self.arrived == self.parties:
+            self._all.set()
+        await self._all.wait()
+
+
+async def answers_in_sessions(agent: IAgent, prompts: Sequence[str]) -> list[str]:
+    """Run every prompt at once, each on its own session; the answers' texts, in order."""
+    answers = [""] * len(prompts)
+
+    async def one(index: int) -> None:
+        session = Session(id=f"session{index}")
+        answers[index] = (await agent.run(prompts[index], session).collect()).text
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as group:
+            for index in range(len(prompts)):
+                group.start_soon(one, index)
+    return answers
 
 
 def task_count() -> int:

@@ -30,6 +30,8 @@ EXPECTED = {
     "registry.py": "['newsroom/writing/polish']",
     "handoff.py": "turn 2 answered by desk/",
     "group_chat.py": "chat ended after",
+    "magentic.py": "team errands: researcher, writer",
+    "vote.py": "winner: ",
 }
 """A line each example prints when it ran through, offline and against an endpoint alike."""
 

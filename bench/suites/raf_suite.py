@@ -71,17 +71,22 @@ class ZeroLatencyProvider:
         conversation = sum(1 for m in messages if m.role != "system")
         if conversation > self.largest_input:
             self.largest_input = conversation
-        return _Answer(self, len(messages))
+        return _Answer(self, len(messages), self.reply(messages))
+
+    def reply(self, messages: Sequence[ChatMessage]) -> str:
+        """The text of the answer to `messages` (`TOKEN`; a fake manager answers otherwise)."""
+        return TOKEN
 
 
 class _Answer:
     """The async context manager of one fake call."""
 
-    __slots__ = ("_events", "_inputs", "_provider")
+    __slots__ = ("_events", "_inputs", "_provider", "_text")
 
-    def __init__(self, provider: ZeroLatencyProvider, inputs: int) -> None:
+    def __init__(self, provider: ZeroLatencyProvider, inputs: int, text: str) -> None:
         self._provider = provider
         self._inputs = inputs
+        self._text = text
         self._events: AsyncGenerator[ProviderEvent] | None = None
 
     async def __aenter__(self) -> AsyncIterator[ProviderEvent]:
@@ -100,10 +105,10 @@ class _Answer:
 
     async def _play(self) -> AsyncGenerator[ProviderEvent]:
         self._provider.stamp = now()
-        yield TextChunk(TOKEN)
+        yield TextChunk(self._text)
         yield UsageReport(self._inputs, 1)
         yield Completion(
-            text=TOKEN, input_tokens=self._inputs, output_tokens=1, finish_reason="stop"
+            text=self._text, input_tokens=self._inputs, output_tokens=1, finish_reason="stop"
         )
 
 

@@ -23,7 +23,21 @@ from raf.builders.group_chat_termination import SpeakerSaid as SpeakerSaid
 from raf.builders.group_chat_termination import TerminationCondition as TerminationCondition
 from raf.builders.group_chat_termination import TextMention as TextMention
 from raf.builders.handoff import HandoffBuilder as HandoffBuilder
+from raf.builders.magentic import MagenticBuilder as MagenticBuilder
+from raf.builders.magentic_ledger import LedgerAnswer as LedgerAnswer
+from raf.builders.magentic_ledger import LedgerChoice as LedgerChoice
+from raf.builders.magentic_ledger import ProgressLedger as ProgressLedger
+from raf.builders.magentic_ledger import TaskLedger as TaskLedger
 from raf.builders.sequential import SequentialBuilder as SequentialBuilder
+from raf.builders.vote import VoteBuilder as VoteBuilder
+from raf.builders.vote_ballot import Ballot as Ballot
+from raf.builders.vote_ballot import VoteResult as VoteResult
+from raf.builders.vote_policy import VotePolicy as VotePolicy
+from raf.builders.vote_policy import judge as judge
+from raf.builders.vote_policy import majority as majority
+from raf.builders.vote_policy import plurality as plurality
+from raf.builders.vote_policy import unanimous as unanimous
+from raf.builders.vote_policy import weighted as weighted
 
 __all__ = [
     "AllOf",
@@ -43,4 +57,18 @@ __all__ = [
     "TextMention",
     "llm_selector",
     "round_robin",
+    "Ballot",
+    "LedgerAnswer",
+    "LedgerChoice",
+    "MagenticBuilder",
+    "ProgressLedger",
+    "TaskLedger",
+    "VoteBuilder",
+    "VotePolicy",
+    "VoteResult",
+    "judge",
+    "majority",
+    "plurality",
+    "unanimous",
+    "weighted",
 ]

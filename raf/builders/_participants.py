@@ -1,4 +1,4 @@
-"""Participant checks shared by the builders."""
+"""Participant checks and node naming shared by the builders."""
 
 from __future__ import annotations
 

@@ -80,6 +80,12 @@ class Executor(ABC):
         """
         return ()
 
+    def agents(self) -> Sequence[IAgent]:
+        """Every agent this node runs, in order: its `as_agent()`, or the several agents of
+        a node that runs them itself (a vote's poll). They are its workflow agent's children."""
+        agent = self.as_agent()
+        return () if agent is None else (agent,)
+
 
 class FunctionExecutor(Executor):
     """A node whose work is `async fn(message, ctx)`.

@@ -65,9 +65,9 @@ class WorkflowAgent(BaseAgent):
         self._kind = kind
         children: list[IAgent] = []
         for executor in workflow.executors.values():
-            agent = executor.as_agent()
-            if agent is not None and not any(agent is known for known in children):
-                children.append(agent)
+            for agent in executor.agents():
+                if not any(agent is known for known in children):
+                    children.append(agent)
         self._children = tuple(children)
 
     @property

@@ -18,7 +18,7 @@ import pytest
 pytestmark = pytest.mark.timeout(240)
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = ["A", "B", "C", "D", "E", "F", "G", "H", "I"]
+SCENARIOS = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"]
 
 
 @pytest.fixture(scope="module")
