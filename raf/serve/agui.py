@@ -56,7 +56,7 @@ from ag_ui.core import (
 )
 
 from raf.agent import IAgent
-from raf.errors import AgentError
+from raf.errors import AgentError, WorkflowError
 from raf.messages import ChatMessage
 from raf.updates import AgentResponse, AgentUpdate, RequestInfoUpdate, Usage
 
@@ -160,6 +160,8 @@ class AguiMapper:
         path: AgentPath = error.path if isinstance(error, AgentError) else ()
         if not path or path[0] != self._root[0]:
             path = self._root + path if path else self._root
+        if isinstance(error, WorkflowError) and self._agent_at((*path, error.executor_id)):
+            path = (*path, error.executor_id)  # the failing node is an agent: the error is its
         events: list[BaseEvent] = []
         message = str(error) or type(error).__name__
         for sub_path in sorted(self._subagents, key=len, reverse=True):

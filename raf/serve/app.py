@@ -26,6 +26,7 @@ from importlib import resources
 
 import anyio
 from ag_ui.core import RunAgentInput
+from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
@@ -133,7 +134,7 @@ def create_app(
             async with send:
                 await stream_run(agent, run_input, thread, threads, send.send)
 
-        return EventSourceResponse(receive, data_sender_callable=produce)
+        return EventSourceResponse(_drain(receive), data_sender_callable=produce)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None]:
@@ -154,6 +155,13 @@ def create_app(
         ],
         lifespan=lifespan,
     )
+
+
+async def _drain(receive: MemoryObjectReceiveStream[bytes]) -> AsyncGenerator[bytes]:
+    """The encoded events, closing the stream however the response ends (no scope is open)."""
+    with receive:
+        async for chunk in receive:
+            yield chunk
 
 
 def _registry(agents: IAgent | Sequence[IAgent] | AgentRegistry) -> AgentRegistry:
