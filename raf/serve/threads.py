@@ -79,7 +79,8 @@ class Threads:
     def __init__(self, store: ThreadStore) -> None:
         self.store = store
         self._live: dict[str, Thread] = {}
-        self._opening = anyio.Lock()
+        # Made on first use, on the loop that serves: an app may be built on another one.
+        self._opening: anyio.Lock | None = None
 
     async def open(self, thread_id: str) -> Thread:
         """The live thread `thread_id`, loaded from the store or new.
@@ -92,6 +93,8 @@ class Threads:
         live = self._live.get(thread_id)
         if live is not None:
             return live
+        if self._opening is None:
+            self._opening = anyio.Lock()
         async with self._opening:
             live = self._live.get(thread_id)
             if live is None:

@@ -18,7 +18,11 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 
 def text_of(events: list[dict[str, Any]], name: str) -> str:
     """The text every message of the agent `name` streamed."""
-    ids = {e["messageId"] for e in events if e["type"] == "TEXT_MESSAGE_START" and e.get("name") == name}
+    ids = {
+        e["messageId"]
+        for e in events
+        if e["type"] == "TEXT_MESSAGE_START" and e.get("name") == name
+    }
     return "".join(
         e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT" and e["messageId"] in ids
     )

@@ -173,12 +173,12 @@ async def test_a_thread_continues_the_session_and_takes_only_new_messages() -> N
 
 async def test_a_restarted_server_continues_a_waiting_thread(tmp_path: Path) -> None:
     first = user("u1", "the city library")
-    async with SqliteCheckpointStore(tmp_path / "threads.db") as store:
-        async with client(create_app(newsroom(), store)) as http:
-            await run(http, "newsroom", run_input("t1", first))
-    async with SqliteCheckpointStore(tmp_path / "threads.db") as reopened:
-        async with client(create_app(newsroom(), reopened)) as http:
-            events = await run(http, "newsroom", run_input("t1", first, user("u2", "yes")))
+    path = tmp_path / "threads.db"
+    async with SqliteCheckpointStore(path) as store, client(create_app(newsroom(), store)) as http:
+        await run(http, "newsroom", run_input("t1", first))
+    # A new store object and a new app on the same file: what a restarted server has.
+    async with SqliteCheckpointStore(path) as again, client(create_app(newsroom(), again)) as http:
+        events = await run(http, "newsroom", run_input("t1", first, user("u2", "yes")))
     assert text_of(events, "publish") == "Published: A short piece on the library. [yes]"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -79,14 +80,20 @@ def newsroom() -> IAgent:
 
 
 class Stalling:
-    """A leaf that streams one token, then waits until cancelled; says when it was cancelled."""
+    """A leaf whose first turn streams one token, then waits until cancelled; later turns answer.
+
+    Its events are `threading.Event`s: the server may run on another thread's event loop.
+    """
 
     def __init__(self) -> None:
-        self.started = anyio.Event()
-        self.cancelled = anyio.Event()
-        self.agent = FunctionAgent("staller", self._stream, description="Never finishes.")
+        self.started = threading.Event()
+        self.cancelled = threading.Event()
+        self.agent = FunctionAgent("staller", self._stream, description="Stalls once.")
 
     async def _stream(self, messages: list[ChatMessage]) -> AsyncIterator[str]:
+        if self.started.is_set():
+            yield "back again"
+            return
         yield "thinking"
         self.started.set()
         try:
@@ -94,7 +101,6 @@ class Stalling:
         except anyio.get_cancelled_exc_class():
             self.cancelled.set()
             raise
-        yield "never"  # pragma: no cover
 
 
 def run_input(thread_id: str, *messages: dict[str, Any], **extra: Any) -> dict[str, Any]:

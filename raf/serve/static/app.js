@@ -313,7 +313,7 @@ function fold(turn) {
         node(rootId).status = view.status;
         for (const interrupt of interrupts) {
           const path = interrupt.metadata && interrupt.metadata.path ? interrupt.metadata.path.join("/") : rootId;
-          node(path).entries.push({ kind: "request", interrupt, answered: isAnswered(turn, interrupt.id) });
+          node(path).entries.push({ kind: "request", interrupt, answered: isAnswered(turn) });
         }
         if (event.usage) view.tokens = event.usage.reduce((sum, u) => sum + (u.totalTokens || 0), 0);
         break;
@@ -350,9 +350,9 @@ function hasChild(tree, rootId, path) {
   return true;
 }
 
-function isAnswered(turn, interruptId) {
-  const later = state.turns.slice(state.turns.indexOf(turn) + 1);
-  return later.length > 0 && later.some((t) => t.events.some((e) => e.type === "RUN_STARTED"));
+function isAnswered(turn) {
+  // A later turn of the thread answered it: by the request's own form, or by plain text.
+  return state.turns.indexOf(turn) < state.turns.length - 1;
 }
 
 // ---------------------------------------------------------------------------------------------
