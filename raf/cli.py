@@ -4,6 +4,7 @@
     raf run MODULE:ATTR "prompt"              stream a run as a live tree
     raf tree MODULE:ATTR [--json]             the agent tree
     raf graph MODULE:ATTR --format mermaid    a workflow's graph (mermaid or dot)
+    raf serve MODULE:ATTR [--port 8000]       serve it over AG-UI, with a web page
 
 `ATTR` may be an `IAgent`, a `Workflow`, or a zero-argument factory of either; `MODULE` is a
 dotted module name or a path to a `.py` file.
@@ -118,6 +119,24 @@ def _cmd_graph(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace, console: Console) -> int:
+    try:
+        from raf.serve import serve
+    except ImportError as exc:
+        raise SystemExit(
+            f"raf serve needs the server extra ({exc.name} is missing): pip install 'raf[server]'"
+        ) from None
+    agent = as_agent(load_target(args.target))
+    where = f"http://{args.host}:{args.port}/" if args.port else "a free port (see below)"
+    console.print(f"[dim]serving {agent.id!r} over AG-UI, the web page at {where}; Ctrl-C stops[/]")
+    try:
+        anyio.run(lambda: serve(agent, host=args.host, port=args.port, token=args.token))
+    except KeyboardInterrupt:
+        console.print("[dim]stopped[/]")
+        return 130
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
     from raf.demo import run_demo
 
@@ -147,6 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("target", help="MODULE:ATTR")
     graph.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
     graph.set_defaults(handler=_cmd_graph)
+
+    serve = commands.add_parser("serve", help="serve an agent over AG-UI (HTTP), with a web page")
+    serve.add_argument("target", help="MODULE:ATTR")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--token", help="bearer token the API requires (default: $RAF_TOKEN)")
+    serve.set_defaults(handler=_cmd_serve)
     return parser
 
 
