@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["index", "agents", "composition", "discovery", "testing", "stores"]
+PAGES = ["index", "agents", "composition", "discovery", "testing", "stores", "serving"]
 README = DOCS.parent / "README.md"
 
 
