@@ -67,10 +67,9 @@ async def stream_run(
         async with run as updates:
             async for update in updates:
                 await emit(mapper.map(update))
-        response = run.response
-        assert response is not None
-        answered = True
-        await emit(mapper.finished(response))
+        answered = run.response is not None  # the stream ended without error: it has one
+        if run.response is not None:
+            await emit(mapper.finished(run.response))
     except SessionBusy as exc:
         busy = True  # another run holds the session, and saves it: this one never started
         await emit(mapper.failed(exc))

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from raf import FunctionAgent, SequentialBuilder
+from raf.messages import ChatMessage
 from raf.serve import create_app
 from raf.stores import MemoryCheckpointStore
 from tests.serve.servers import require, running
@@ -136,3 +138,27 @@ def test_the_page_asks_for_the_token(page: playwright_api.Page) -> None:
         page.click("#auth button")
         page.locator(".agent-row").first.wait_for()
         assert page.locator("#auth").is_hidden()
+
+
+def test_an_error_shows_under_the_agent_that_failed(page: playwright_api.Page) -> None:
+    def broken(messages: list[ChatMessage]) -> str:
+        raise RuntimeError("the model endpoint is down")
+
+    team = (
+        SequentialBuilder(id="team")
+        .add_agent(FunctionAgent("ok", lambda m: "fine"))
+        .add_agent(FunctionAgent("broken", broken))
+        .build()
+        .as_agent()
+    )
+    with running(create_app(team, MemoryCheckpointStore())) as url:
+        page.goto(url + "/")
+        page.locator(".agent-row").first.wait_for()
+        page.fill("#message", "go")
+        page.press("#message", "Enter")
+        page.locator(".run.error").wait_for()
+        failed = page.locator('.node[data-path="team/broken"]')
+        assert "the model endpoint is down" in failed.locator(".failure").inner_text()
+        assert "error" in (failed.get_attribute("class") or "")
+        assert page.locator('.node[data-path="team/ok"] .text').inner_text() == "fine"
+        assert page.locator(".run-foot .state").inner_text() == "Failed"

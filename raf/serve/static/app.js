@@ -314,6 +314,10 @@ function fold(turn) {
         for (const interrupt of interrupts) {
           const path = interrupt.metadata && interrupt.metadata.path ? interrupt.metadata.path.join("/") : rootId;
           node(path).entries.push({ kind: "request", interrupt, answered: isAnswered(turn) });
+          // The asking node's step waits too (a request id is `{path}/{node}@{superstep}#{n}`).
+          const asker = interrupt.id.split("@")[0].split("/").pop();
+          const step = node(path).steps.get(asker);
+          if (step) step.status = "waiting";
         }
         if (event.usage) view.tokens = event.usage.reduce((sum, u) => sum + (u.totalTokens || 0), 0);
         break;
@@ -482,7 +486,7 @@ function renderEntry(entry, turn) {
       return details;
     }
     case "error":
-      return el("div", { class: "error" }, el("strong", {}, entry.code || "Error"), entry.message);
+      return el("div", { class: "failure" }, el("strong", {}, entry.code || "Error"), entry.message);
     case "request":
       return renderRequest(entry);
     default:
