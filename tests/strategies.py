@@ -12,6 +12,16 @@ from raf.agent import IAgent
 from raf.builders import ConcurrentBuilder, SequentialBuilder
 from raf.function_agent import FunctionAgent
 from raf.messages import ChatMessage
+from raf.updates import (
+    AgentUpdate,
+    MessageCompleted,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgs,
+    ToolCalled,
+    ToolCallEnd,
+    ToolCallStart,
+)
 
 
 @dataclass(frozen=True)
@@ -168,3 +178,41 @@ def condition_holds(
     if kind == "speaker":
         return speaker == arg
     return len(transcript) > arg
+
+
+def _one_agent_turns(path: tuple[str, ...]) -> st.SearchStrategy[list[AgentUpdate]]:
+    """What one agent streams: messages of reasoning, text and tool calls, then the results."""
+    pieces = st.lists(st.text(min_size=1, max_size=4), min_size=0, max_size=3)
+
+    @st.composite
+    def turn(draw: st.DrawFn, index: int) -> list[AgentUpdate]:
+        items: list[AgentUpdate] = [ReasoningDelta(text=t, path=path) for t in draw(pieces)]
+        items += [TextDelta(text=t, path=path) for t in draw(pieces)]
+        calls = [f"call_{n}" for n in range(draw(st.integers(0, 2)))]
+        for call in calls:
+            items.append(ToolCallStart(call_id=call, name="tool", path=path))
+            items += [ToolCallArgs(call_id=call, delta=t, path=path) for t in draw(pieces)]
+            items.append(ToolCallEnd(call_id=call, path=path))
+        items.append(MessageCompleted(message=ChatMessage.assistant(f"turn {index}"), path=path))
+        items += [ToolCalled(call_id=c, name="tool", result="ok", path=path) for c in calls]
+        return items
+
+    return st.integers(1, 3).flatmap(
+        lambda n: st.tuples(*(turn(i) for i in range(n))).map(lambda ts: [u for t in ts for u in t])
+    )
+
+
+@st.composite
+def agent_streams(draw: st.DrawFn, root: str = "root") -> list[AgentUpdate]:
+    """The interleaved stream of several agents of a tree under `root` (each keeps its order).
+
+    Agents reuse their providers' call ids (`call_0` in every agent), as scripted models do.
+    """
+    nested = st.lists(st.sampled_from(["a", "b", "c"]), max_size=2).map(lambda p: (root, *p))
+    paths = draw(st.lists(nested, min_size=1, max_size=4, unique=True))
+    lanes = [draw(_one_agent_turns(path)) for path in paths]
+    merged: list[AgentUpdate] = []
+    while any(lanes):
+        lane = draw(st.sampled_from([lane for lane in lanes if lane]))
+        merged.append(lane.pop(0))
+    return merged

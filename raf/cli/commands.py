@@ -1,4 +1,4 @@
-"""The handlers of `raf run`, `raf tree`, `raf graph`, `raf demo` and `raf acp`.
+"""The handlers of `raf run`, `raf tree`, `raf graph`, `raf demo`, `raf serve` and `raf acp`.
 
 Each takes the parsed arguments and a console and returns the exit status; a mistake in the
 arguments raises `SystemExit` with a one-line message (status 2, printed by `raf.cli.main`).
@@ -15,7 +15,7 @@ import anyio
 from rich.console import Console
 from rich.tree import Tree
 
-from raf.cli.interrupt import until_interrupted
+from raf.cli.interrupt import EXIT_INTERRUPTED, until_interrupted
 from raf.cli.run import RunRequest, load_session, run_and_answer
 from raf.cli.targets import as_agent, load_target
 from raf.registry import AgentTree, tree_of
@@ -68,6 +68,24 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
         return await run_demo(console, prompt)
 
     return anyio.run(until_interrupted, body)
+
+
+def cmd_serve(args: argparse.Namespace, console: Console) -> int:
+    """`raf serve MODULE:ATTR`: serve the agent over AG-UI (HTTP), with its web page."""
+    try:
+        from raf.serve import serve
+    except ImportError as exc:
+        raise SystemExit(
+            f"`raf serve` needs the server extra ({exc.name} is missing): pip install 'raf[server]'"
+        ) from None
+    agent = as_agent(load_target(args.target))
+    where = f"http://{args.host}:{args.port}/" if args.port else "a free port (see below)"
+    console.print(f"[dim]serving {agent.id!r} over AG-UI, the web page at {where}; Ctrl-C stops[/]")
+    try:
+        anyio.run(partial(serve, agent, host=args.host, port=args.port, token=args.token))
+    except KeyboardInterrupt:  # uvicorn shut down cleanly first
+        return EXIT_INTERRUPTED
+    return 0
 
 
 def cmd_acp(args: argparse.Namespace, console: Console) -> int:

@@ -5,6 +5,8 @@
         [--session FILE] [--json]
     raf tree MODULE:ATTR [--json]              the agent tree
     raf graph MODULE:ATTR --format mermaid     a workflow's graph (mermaid or dot)
+    raf serve MODULE:ATTR [--port 8000]        serve it over AG-UI (HTTP), with a web page
+        [--host 127.0.0.1] [--token TOKEN]
     raf acp MODULE:ATTR                        serve an agent to ACP editors over stdio
 
 `ATTR` may be an `IAgent`, a `Workflow`, or a zero-argument factory of either; `MODULE` is a
@@ -22,7 +24,7 @@ from typing import NoReturn, cast
 
 from rich.console import Console
 
-from raf.cli.commands import cmd_acp, cmd_demo, cmd_graph, cmd_run, cmd_tree
+from raf.cli.commands import cmd_acp, cmd_demo, cmd_graph, cmd_run, cmd_serve, cmd_tree
 from raf.cli.interrupt import EXIT_INTERRUPTED, exit_now
 
 EXIT_MISTAKE = 2
@@ -66,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("target", metavar="MODULE:ATTR", help=_TARGET_HELP)
     graph.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
     graph.set_defaults(handler=cmd_graph)
+
+    serve = commands.add_parser("serve", help="serve an agent over AG-UI (HTTP), with a web page")
+    serve.add_argument("target", metavar="MODULE:ATTR", help=_TARGET_HELP)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    serve.add_argument("--port", type=int, default=8000, help="port (0: a free one)")
+    serve.add_argument("--token", help="bearer token the API requires (default: $RAF_TOKEN)")
+    serve.set_defaults(handler=cmd_serve)
 
     acp = commands.add_parser("acp", help="serve an agent to ACP editors over stdio")
     acp.add_argument("target", metavar="MODULE:ATTR", help=_TARGET_HELP)

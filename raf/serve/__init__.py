@@ -1,0 +1,16 @@
+"""Fronts that drive any agent: the AG-UI HTTP server and its web page (`raf[server]`).
+
+`create_app(agents)` is the Starlette app; `serve(agents)` runs it under uvicorn on
+127.0.0.1. docs/serving.md maps raf's stream items to AG-UI events.
+
+Example:
+    >>> from raf import FunctionAgent
+    >>> from raf.serve import create_app
+    >>> app = create_app(FunctionAgent("echo", lambda m: m[-1].text))
+"""
+
+from raf.serve.agui import AguiMapper as AguiMapper
+from raf.serve.app import create_app as create_app
+from raf.serve.server import serve as serve
+
+__all__ = ["AguiMapper", "create_app", "serve"]

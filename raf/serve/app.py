@@ -1,0 +1,195 @@
+"""`create_app`: the AG-UI HTTP server of a set of agents, with the web page at `/`.
+
+Routes:
+
+- `POST /agents/{path}/run` takes an AG-UI `RunAgentInput` and streams AG-UI events (SSE);
+- `GET /agents` lists the registered agent trees, `GET /agents/{path}` one subtree;
+- `GET /` is the web page (its files under `/static/`).
+
+With a token (`token=` or `RAF_TOKEN`) every `/agents` route wants `Authorization: Bearer
+<token>` and answers 401 without it; the page itself holds no data and asks for the token.
+
+Example:
+    >>> from raf import FunctionAgent
+    >>> app = create_app(FunctionAgent("echo", lambda m: m[-1].text), store=None, token="s3cret")
+    >>> sorted(r.path for r in app.routes)
+    ['/', '/agents', '/agents/{path:path}', '/agents/{path:path}/run', '/static']
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
+from importlib import resources
+
+import anyio
+from ag_ui.core import RunAgentInput
+from anyio.streams.memory import MemoryObjectReceiveStream
+from pydantic import ValidationError
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from raf.agent import IAgent
+from raf.registry import AgentRegistry
+from raf.serve.streaming import stream_run
+from raf.serve.threads import Threads, ThreadStore
+from raf.stores import SqliteCheckpointStore
+
+__all__ = ["DEFAULT_STORE_PATH", "create_app"]
+
+DEFAULT_STORE_PATH = "raf-threads.db"
+"""The SQLite file (in the working directory) that keeps threads when no store is given."""
+
+_EVENT_BUFFER = 64
+
+
+def create_app(
+    agents: IAgent | Sequence[IAgent] | AgentRegistry,
+    store: ThreadStore | None = None,
+    *,
+    token: str | None = None,
+) -> Starlette:
+    """The Starlette app serving `agents` over AG-UI, with the web page.
+
+    Args:
+        agents: one agent, several (each a root), or a registry of them.
+        store: where threads (raf sessions) are kept, and runs checkpoint; a
+            `SqliteCheckpointStore` on `DEFAULT_STORE_PATH` when omitted, closed with the app.
+        token: the bearer token the `/agents` routes require; `RAF_TOKEN` when omitted, no
+            token when that is unset or empty.
+
+    Raises:
+        TypeError: when `agents` or `store` is not what is described above.
+        ValueError: when two roots share an id.
+    """
+    registry = _registry(agents)
+    default_store = SqliteCheckpointStore(DEFAULT_STORE_PATH) if store is None else None
+    thread_store: object = store if store is not None else default_store
+    if not isinstance(thread_store, ThreadStore):
+        raise TypeError(
+            "store must be a checkpoint store with an event log (a store of raf.stores), "
+            f"not {type(thread_store).__name__}"
+        )
+    threads = Threads(thread_store)
+    secret = token if token is not None else os.environ.get("RAF_TOKEN", "")
+    page = resources.files("raf.serve").joinpath("static", "index.html").read_text("utf-8")
+
+    def denied(request: Request) -> Response | None:
+        if not secret:
+            return None
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), secret):
+            return None
+        return JSONResponse(
+            {"detail": "this server wants a bearer token: send 'Authorization: Bearer <token>'"},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
+
+    async def list_agents(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        return JSONResponse(
+            [registry.tree(root).model_dump(mode="json") for root in registry.roots()]
+        )
+
+    async def show_agent(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        path: str = request.path_params["path"]
+        if path not in registry:
+            return _unknown(registry, path)
+        return JSONResponse(registry.tree(path).model_dump(mode="json"))
+
+    async def run_agent(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        path: str = request.path_params["path"]
+        if path not in registry:
+            return _unknown(registry, path)
+        agent = registry.get(path)
+        try:
+            run_input = RunAgentInput.model_validate_json(await request.body())
+            thread = await threads.open(run_input.thread_id)
+        except ValidationError as exc:
+            return JSONResponse(
+                {"detail": "the body is not an AG-UI RunAgentInput", "errors": _errors(exc)},
+                status_code=422,
+            )
+        except ValueError as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=422)
+        send, receive = anyio.create_memory_object_stream[bytes](_EVENT_BUFFER)
+
+        async def produce() -> None:
+            async with send:
+                await stream_run(agent, run_input, thread, threads, send.send)
+
+        return EventSourceResponse(_drain(receive), data_sender_callable=produce)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncGenerator[None]:
+        try:
+            yield
+        finally:
+            if default_store is not None:
+                await default_store.aclose()
+
+    static = StaticFiles(packages=[("raf.serve", "static")])
+    return Starlette(
+        routes=[
+            Route("/", index, methods=["GET"]),
+            Mount("/static", app=static, name="static"),
+            Route("/agents", list_agents, methods=["GET"]),
+            Route("/agents/{path:path}/run", run_agent, methods=["POST"]),
+            Route("/agents/{path:path}", show_agent, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+
+
+async def _drain(receive: MemoryObjectReceiveStream[bytes]) -> AsyncGenerator[bytes]:
+    """The encoded events, closing the stream however the response ends (no scope is open)."""
+    with receive:
+        async for chunk in receive:
+            yield chunk
+
+
+def _registry(agents: IAgent | Sequence[IAgent] | AgentRegistry) -> AgentRegistry:
+    if isinstance(agents, AgentRegistry):
+        return agents
+    if isinstance(agents, IAgent):
+        agents = [agents]
+    registry = AgentRegistry()
+    for agent in agents:
+        if not isinstance(agent, IAgent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"create_app serves IAgents (a Workflow's .as_agent(), say), not "
+                f"{type(agent).__name__}"
+            )
+        registry.register(agent)
+    return registry
+
+
+def _unknown(registry: AgentRegistry, path: str) -> Response:
+    try:
+        registry.get(path)
+    except KeyError as exc:
+        return JSONResponse({"detail": exc.args[0]}, status_code=404)
+    raise AssertionError(f"{path!r} is registered")  # pragma: no cover
+
+
+def _errors(exc: ValidationError) -> list[dict[str, object]]:
+    return [
+        {"loc": list(error["loc"]), "msg": error["msg"], "type": error["type"]}
+        for error in exc.errors(include_url=False)
+    ]

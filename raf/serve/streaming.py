@@ -1,0 +1,87 @@
+"""`stream_run`: one AG-UI run of an agent on a thread, its events sent as SSE bytes.
+
+The run happens inside the caller's task (the SSE response's sender): when the client goes
+away the response cancels that task, which leaves the agent's `async with` block and so
+cancels every task of the run. The thread is saved however the run ends, under a shield.
+
+Example:
+    >>> async def run(agent, run_input, threads, send):
+    ...     thread = await threads.open(run_input.thread_id)
+    ...     await stream_run(agent, run_input, thread, threads, send)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+import anyio
+from ag_ui.core import BaseEvent, RunAgentInput
+from ag_ui.encoder import EventEncoder
+
+from raf.agent import IAgent
+from raf.errors import SessionBusy
+from raf.serve.agui import AguiMapper
+from raf.serve.inputs import input_ids, new_messages
+from raf.serve.threads import Thread, Threads
+
+__all__ = ["stream_run"]
+
+logger = logging.getLogger("raf")
+
+SendBytes = Callable[[bytes], Awaitable[None]]
+"""Sends one encoded SSE event to the client."""
+
+_ENCODER = EventEncoder()
+
+
+async def stream_run(
+    agent: IAgent, run_input: RunAgentInput, thread: Thread, threads: Threads, send: SendBytes
+) -> None:
+    """Run `agent` on the thread's new messages, sending AG-UI events through `send`."""
+    mapper = AguiMapper(agent, thread_id=thread.id, run_id=run_input.run_id)
+
+    async def emit(events: Iterable[BaseEvent]) -> None:
+        for event in events:
+            await send(_ENCODER.encode(event).encode())
+
+    await emit(mapper.started())
+    try:
+        messages = new_messages(run_input, thread.seen)
+    except ValueError as exc:
+        await emit(mapper.failed(exc))
+        return
+    if not messages:
+        await emit(
+            mapper.failed(
+                ValueError(
+                    f"the input has no message that thread {thread.id!r} has not seen: "
+                    "add a user message (or resume entries) to run the agent"
+                )
+            )
+        )
+        return
+    run = agent.run(messages, thread.session)
+    answered = busy = False
+    try:
+        async with run as updates:
+            async for update in updates:
+                await emit(mapper.map(update))
+        answered = run.response is not None  # the stream ended without error: it has one
+        if run.response is not None:
+            await emit(mapper.finished(run.response))
+    except SessionBusy as exc:
+        busy = True  # another run holds the session, and saves it: this one never started
+        await emit(mapper.failed(exc))
+    except Exception as exc:
+        logger.warning("run of %r on thread %r failed", agent.id, thread.id, exc_info=True)
+        await emit(mapper.failed(exc))
+    finally:
+        if not busy:
+            with anyio.CancelScope(shield=True):
+                # What the run produced is in the thread now; its input only once taken in
+                # (a failed or cancelled turn leaves no history: the client may send it again).
+                thread.seen |= mapper.minted
+                if answered:
+                    thread.seen |= input_ids(run_input)
+                await threads.save(thread)

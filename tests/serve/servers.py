@@ -1,0 +1,65 @@
+"""The app under a real uvicorn on 127.0.0.1 (a free port), in a thread of the test process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+
+JS = Path(__file__).parent / "js"
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+
+@contextmanager
+def running(app: Starlette) -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 until the block ends; the value is its base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = _Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(
+        target=lambda: asyncio.run(server.serve(sockets=[sock])), name="uvicorn", daemon=True
+    )
+    thread.start()
+    try:
+        assert server.ready.wait(10), "uvicorn did not start within 10 s"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def require(tool: str, install: str) -> None:
+    """Skip (fail under CI) when `tool` is missing, saying how to install it."""
+    message = f"{tool} is not installed; {install}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def node_client() -> Path:
+    """The conformance script, once Node and its npm packages are there."""
+    if shutil.which("node") is None:
+        require("node", "apt-get install -y nodejs npm, then npm ci --prefix tests/serve/js")
+    if not (JS / "node_modules" / "@ag-ui" / "client").is_dir():
+        require("@ag-ui/client", "run npm ci --prefix tests/serve/js")
+    return JS / "conformance.mjs"

@@ -1,0 +1,47 @@
+"""AG-UI conformance, judged by the official `@ag-ui/client` 1.x in Node.
+
+Its `HttpAgent` verifies every event it reads (order, open and closed messages, tool calls,
+steps, subagents, interrupts) and rejects the run on the first malformed one. The script runs
+the nested newsroom workflow (tools, reasoning, subagents, a waiting request), answers the
+request with a resume entry, and runs a second question on the same thread.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from raf.serve import create_app
+from raf.stores import MemoryCheckpointStore
+from tests.serve.servers import node_client, running
+from tests.serve.trees import newsroom
+
+
+def test_the_official_client_accepts_a_nested_run_with_a_waiting_request() -> None:
+    script = node_client()
+    with running(create_app(newsroom(), MemoryCheckpointStore(), token="tok")) as url:
+        done = subprocess.run(
+            ["node", str(script), f"{url}/agents/newsroom/run", "tok"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    first, second, third = ([e["type"] for e in run] for run in summary["runs"])
+    for kinds in (first, second, third):
+        assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
+    for needed in ("SUBAGENT_STARTED", "TOOL_CALL_RESULT", "REASONING_MESSAGE_CONTENT"):
+        assert needed in first
+    assert [i["id"] for i in summary["interrupts"]] == ["newsroom/review@1#0"]
+    assert "SUBAGENT_STARTED" not in second  # answering does not redo the draft
+    texts = [m.get("content") for m in summary["messages"] if m["role"] == "assistant"]
+    assert "Published: A short piece on the library. [approved]" in texts
+    questions = [m["content"] for m in summary["messages"] if m["role"] == "user"]
+    assert questions == ["the city library", "the harbour"]
+    tools = [m for m in summary["messages"] if m["role"] == "tool"]
+    assert [t["content"] for t in tools] == [
+        "the city library: founded 1911, 3 branches",
+        "the harbour: founded 1911, 3 branches",
+    ]
