@@ -37,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 from raf.errors import ToolError
 from raf.run import RunContext
 from raf.tools.arguments import ArgumentsSpec, arguments_spec, describe_validation_error
+from raf.tools.cancellation import CallFlag, running_call
 from raf.tools.definition import ToolDefinition
 from raf.tools.docstring import parse_docstring
 
@@ -132,9 +133,7 @@ class Tool:
             if self._is_async:
                 value = await self.fn(**keywords)
             else:
-                value = await anyio.to_thread.run_sync(
-                    functools.partial(self.fn, **keywords), abandon_on_cancel=True
-                )
+                value = await _in_thread(functools.partial(self.fn, **keywords))
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as exc:
@@ -241,6 +240,18 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[output truncated: showing {limit} of {len(text)} characters]"
+
+
+async def _in_thread(call: Callable[[], Any]) -> Any:
+    """`call()` in a worker thread, abandoned on cancellation with its `CallFlag` set, so its
+    next `check_not_cancelled()` stops it before it writes."""
+    flag = CallFlag()
+    with running_call(flag):
+        try:
+            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            flag.cancel()
+            raise
 
 
 def _is_async_callable(fn: Callable[..., Any]) -> bool:
