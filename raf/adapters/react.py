@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from raf.adapters.thread import AdapterFn, RoleFn, ThreadContext, thread_messages
 from raf.agent import default_options
+from raf.errors import ToolError
 from raf.messages import ToolCallContent
 from raf.providers.base import LlmProvider
 from raf.react.loop import ReactLoop
@@ -107,6 +108,8 @@ async def _handle(handler: ToolHandler, call: ToolCallContent) -> ToolResult:
         )
     try:
         value = await handler(call.name, arguments)
+    except ToolError as exc:  # a deliberate error result: its message is for the model as is
+        return ToolResult(str(exc), is_error=True)
     except Exception as exc:
         return ToolResult(f"tool {call.name!r} raised {type(exc).__name__}: {exc}", is_error=True)
     return rendered(call.name, value, DEFAULT_MAX_OUTPUT_CHARS)

@@ -13,6 +13,7 @@ Example:
 
 from raf.tools.cancellation import check_not_cancelled as check_not_cancelled
 from raf.tools.definition import ToolDefinition as ToolDefinition
+from raf.tools.handler import tool_handler as tool_handler
 from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS as DEFAULT_MAX_OUTPUT_CHARS
 from raf.tools.tool import Tool as Tool
 from raf.tools.tool import ToolResult as ToolResult
@@ -28,5 +29,6 @@ __all__ = [
     "Workspace",
     "check_not_cancelled",
     "tool",
+    "tool_handler",
     "workspace_tools",
 ]
