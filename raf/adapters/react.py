@@ -17,9 +17,8 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -32,6 +31,7 @@ from raf.react.loop import ReactLoop
 from raf.react.resolve import RESOLVE_TOOL_NAME, resolve_definition
 from raf.run import RunContext, discard
 from raf.session import Session
+from raf.tools.arguments import json_object
 from raf.tools.definition import ToolDefinition
 from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, ToolResult, rendered
 
@@ -92,20 +92,9 @@ def create_react_adapter(
 
 async def _handle(handler: ToolHandler, call: ToolCallContent) -> ToolResult:
     arguments = call.arguments or "{}"
-    try:
-        parsed: Any = json.loads(arguments)
-    except ValueError as exc:
-        return ToolResult(
-            f"invalid arguments for tool {call.name!r}: not valid JSON ({exc}). "
-            "Call it again with a JSON object.",
-            is_error=True,
-        )
-    if not isinstance(parsed, dict):
-        return ToolResult(
-            f"invalid arguments for tool {call.name!r}: expected a JSON object, "
-            f"got {type(parsed).__name__}. Call it again with a JSON object.",
-            is_error=True,
-        )
+    parsed = json_object(call.name, arguments)
+    if isinstance(parsed, str):
+        return ToolResult(parsed, is_error=True)
     try:
         value = await handler(call.name, arguments)
     except ToolError as exc:  # a deliberate error result: its message is for the model as is

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from raf._streaming import unwrap_group
+from raf.tools.arguments import json_object
 from raf.tools.definition import ToolDefinition
 from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, Tool, ToolResult, truncate
 
@@ -93,21 +94,10 @@ class McpTool(Tool):
 
     async def call(self, arguments: str, ctx: RunContext | None = None) -> ToolResult:
         """Call the tool on the server with the JSON `arguments`; failures become error results."""
-        try:
-            parsed: Any = json.loads(arguments or "{}")
-        except ValueError as exc:
-            return ToolResult(
-                f"invalid arguments for tool {self.name!r}: not valid JSON ({exc}). "
-                "Call it again with a JSON object.",
-                is_error=True,
-            )
-        if not isinstance(parsed, dict):
-            return ToolResult(
-                f"invalid arguments for tool {self.name!r}: expected a JSON object, got "
-                f"{type(parsed).__name__}. Call it again with a JSON object.",
-                is_error=True,
-            )
-        return await self._call_remote(cast(dict[str, Any], parsed))
+        parsed = json_object(self.name, arguments)
+        if isinstance(parsed, str):
+            return ToolResult(parsed, is_error=True)
+        return await self._call_remote(parsed)
 
     async def _call_remote(self, arguments: dict[str, Any]) -> ToolResult:
         result: CallToolResult | None = None
