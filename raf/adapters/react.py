@@ -22,6 +22,7 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel
 
+from raf.adapters.role_context import role_context
 from raf.adapters.thread import AdapterFn, RoleFn, ThreadContext, thread_messages
 from raf.agent import default_options
 from raf.errors import ToolError
@@ -81,7 +82,8 @@ def create_react_adapter(
         )
 
         async def role(thread: ThreadContext) -> M:
-            ctx = RunContext((), Session(), default_options(), discard)
+            # Inside a role workflow the loop streams to the run, on the role's path.
+            ctx = role_context() or RunContext((), Session(), default_options(), discard)
             response = await loop.run(thread_messages(thread), ctx)
             return cast(M, response.value)
 

@@ -23,6 +23,10 @@ from raf.builders.group_chat_termination import SpeakerSaid as SpeakerSaid
 from raf.builders.group_chat_termination import TerminationCondition as TerminationCondition
 from raf.builders.group_chat_termination import TextMention as TextMention
 from raf.builders.handoff import HandoffBuilder as HandoffBuilder
+from raf.builders.roles import END as END
+from raf.builders.roles import RoleEvent as RoleEvent
+from raf.builders.roles import RoleWorkflowBuilder as RoleWorkflowBuilder
+from raf.builders.roles import TickRunner as TickRunner
 from raf.builders.sequential import SequentialBuilder as SequentialBuilder
 
 __all__ = [
@@ -43,4 +47,8 @@ __all__ = [
     "TextMention",
     "llm_selector",
     "round_robin",
+    "END",
+    "RoleEvent",
+    "RoleWorkflowBuilder",
+    "TickRunner",
 ]

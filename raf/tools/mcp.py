@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from raf._streaming import unwrap_group
+from raf._streaming import single_exceptions
 from raf.tools.arguments import json_object
 from raf.tools.definition import ToolDefinition
 from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, Tool, ToolResult, truncate
@@ -175,16 +175,9 @@ class McpTools:
         stack, self._stack = self._stack, None
         if stack is None:
             return
-        failure: BaseException | None = None
-        try:
+        # The client's task group wraps what the block raised: let it out as itself.
+        with single_exceptions():
             await stack.__aexit__(exc_type, exc, traceback)
-        except BaseExceptionGroup as group:
-            # The client's task group wraps what the block raised: let it out as itself.
-            failure = unwrap_group(group)
-            if failure is group:
-                raise
-        if failure is not None:
-            raise failure
 
     def _tools(self, client: Client, infos: list[McpToolInfo], label: str) -> list[Tool]:
         tools: list[Tool] = []
