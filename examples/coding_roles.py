@@ -5,7 +5,9 @@ The coder and the reviewer work in a `Workspace` (a temporary folder) through it
 step is an event in the session store's event log (SQLite here), its output stored by sha256;
 the log is printed at the end.
 
-Run from the repository root: python -m examples.coding_roles
+Run: python examples/coding_roles.py (or, from the repository root, python -m
+examples.coding_roles). A model that cannot give structured output ends the run early with an
+error; the event log printed at the end shows how far it got.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from examples._models import provider_for
 from raf import (
     END,
     AdapterBinding,
+    AgentError,
     ChatMessage,
     RoleEvent,
     RoleWorkflowBuilder,
@@ -34,6 +36,11 @@ from raf import (
     tool_handler,
 )
 from raf.testing import Turn, resolve, tool_calls
+
+if __package__:  # python -m examples.coding_roles
+    from examples._models import provider_for
+else:  # python examples/coding_roles.py
+    from _models import provider_for
 
 
 class Plan(BaseModel):
@@ -133,13 +140,19 @@ async def main() -> None:
             )
             session = Session(id="calc-task", store=store)
             agent = workflow.as_agent()
-            async with agent.run("Write calc.py with add(a, b); print add(2, 3).", session) as s:
-                async for update in s:
-                    if update.type == "tool_call_start":
-                        print(f"[{'/'.join(update.path)}] calls {update.name}")
-                    elif update.type == "executor_invoked" and update.value is not None:
-                        print(f"  {update.executor_id}: {update.value!r}")
-            print("calc.py:", (Path(folder) / "calc.py").read_text().splitlines()[1].strip())
+            task = "Write calc.py with add(a, b); print add(2, 3)."
+            try:
+                async with agent.run(task, session) as stream:
+                    async for update in stream:
+                        if update.type == "tool_call_start":
+                            print(f"[{'/'.join(update.path)}] calls {update.name}")
+                        elif update.type == "executor_invoked" and update.value is not None:
+                            print(f"  {update.executor_id}: {update.value!r}")
+            except AgentError as error:
+                print(f"the run stopped: {error}")
+            code = Path(folder) / "calc.py"
+            if code.exists():
+                print("calc.py:", code.read_text().splitlines()[1].strip())
             print("\nevent log of topic", session.id)
             for event in await store.events(key=session.id):
                 content = await store.get(event.hash or "")
