@@ -34,7 +34,7 @@ from raf.run import RunContext, discard
 from raf.session import Session
 from raf.tools.arguments import json_object
 from raf.tools.definition import ToolDefinition
-from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, ToolResult, rendered
+from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, ToolResult, log_tool_failure, rendered
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -102,5 +102,6 @@ async def _handle(handler: ToolHandler, call: ToolCallContent) -> ToolResult:
     except ToolError as exc:  # a deliberate error result: its message is for the model as is
         return ToolResult(str(exc), is_error=True)
     except Exception as exc:
+        log_tool_failure(call.name, exc)
         return ToolResult(f"tool {call.name!r} raised {type(exc).__name__}: {exc}", is_error=True)
     return rendered(call.name, value, DEFAULT_MAX_OUTPUT_CHARS)

@@ -25,7 +25,6 @@ Example:
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
@@ -37,7 +36,7 @@ import anyio
 from raf._streaming import single_exceptions
 from raf.tools.arguments import json_object
 from raf.tools.definition import ToolDefinition
-from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, Tool, ToolResult, truncate
+from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, Tool, ToolResult, log_tool_failure, truncate
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -53,7 +52,6 @@ __all__ = ["DEFAULT_CALL_TIMEOUT", "McpTool", "McpTools", "mcp_tools"]
 DEFAULT_CALL_TIMEOUT = 60.0
 """Seconds an MCP tool call may take before it becomes an error result."""
 
-_logger = logging.getLogger("raf")
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_LISTING_PAGES = 100  # a server whose listing never ends cannot hang the connection
 
@@ -107,9 +105,7 @@ class McpTool(Tool):
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
-            _logger.warning(
-                "MCP tool %r of server %r failed", self._remote_name, self._server, exc_info=exc
-            )
+            log_tool_failure(self.name, exc)
             return ToolResult(
                 f"tool {self.name!r} of MCP server {self._server!r} failed: "
                 f"{_describe(exc)}; the server may have stopped, so try another way",

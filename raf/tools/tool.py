@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast, overload
@@ -40,6 +41,8 @@ from raf.tools.arguments import ArgumentsSpec, arguments_spec, describe_validati
 from raf.tools.cancellation import CallFlag, running_call
 from raf.tools.definition import ToolDefinition
 from raf.tools.docstring import parse_docstring
+
+_logger = logging.getLogger("raf")
 
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
 """Tool output longer than this is cut, with a note saying so."""
@@ -137,6 +140,7 @@ class Tool:
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as exc:
+            log_tool_failure(self.name, exc)
             return ToolResult(
                 f"tool {self.name!r} raised {type(exc).__name__}: {exc}", is_error=True
             )
@@ -189,6 +193,15 @@ def tool(
         return Tool(function, name=name, description=description, max_output_chars=max_output_chars)
 
     return decorate
+
+
+def log_tool_failure(name: str, exc: Exception) -> None:
+    """Log a tool's exception that becomes an error result for the model, on the `raf` logger:
+    with its traceback, unless it is a `ToolError` (a refusal the tool meant, at debug level)."""
+    if isinstance(exc, ToolError):
+        _logger.debug("tool %r refused the call: %s", name, exc)
+    else:
+        _logger.warning("tool %r raised %s", name, type(exc).__name__, exc_info=exc)
 
 
 def as_tool(item: Tool | Callable[..., Any]) -> Tool:
