@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,19 +24,15 @@ __all__ = ["CallFlag", "check_not_cancelled", "running_call"]
 class CallFlag:
     """Set once the tool call it belongs to is cancelled; read from the worker thread."""
 
-    __slots__ = ("_event",)
+    __slots__ = ("cancelled",)
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self.cancelled = False
+        """Whether the call was cancelled (one attribute write: safe to read from any thread)."""
 
     def cancel(self) -> None:
         """Mark the call cancelled."""
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether the call was cancelled."""
-        return self._event.is_set()
+        self.cancelled = True
 
 
 # A context variable, not a global: each tool call (and the worker thread anyio runs it in,
