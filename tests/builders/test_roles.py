@@ -285,3 +285,42 @@ async def test_leaving_the_stream_early_cancels_the_role() -> None:
                 if isinstance(update, ExecutorInvoking) and update.executor_id == "writer":
                     await started.wait()
                     break
+
+
+async def test_a_run_resumed_from_its_checkpoint_plays_no_step_twice(tmp_path: Path) -> None:
+    binding, adapter = counting_binding()
+    broken = {"review": True}
+
+    def flaky(prompt: str, schema: type[BaseModel]) -> Any:
+        inner = binding.adapter(prompt, schema)
+
+        async def role(thread: Any) -> BaseModel:
+            if prompt == "review" and broken["review"]:
+                broken["review"] = False
+                raise RuntimeError("reviewer offline")
+            return await inner(thread)
+
+        return role
+
+    workflow = review_builder().build(AdapterBinding(flaky))
+    async with SqliteCheckpointStore(tmp_path / "runs.db") as store:
+        session = Session(id="s", store=store)
+        failed = await workflow.run("go", session)
+        assert failed.status == "failed"
+        assert [e.kind for e in await store.events(key="s")] == [
+            "review.__start__",
+            "review.writer",
+        ]
+        latest = await store.latest("s")
+        assert latest is not None
+        resumed = await workflow.resume(latest, store, session=session)
+        assert resumed.status == "completed"
+        kinds = [e.kind for e in await store.events(key="s")]
+    assert kinds == [
+        "review.__start__",
+        "review.writer",
+        "review.reviewer",
+        "review.writer",
+        "review.reviewer",
+    ]
+    assert adapter.calls == {"write": 2, "review": 2}

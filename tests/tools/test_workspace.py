@@ -309,3 +309,46 @@ async def test_any_path_stays_inside_or_is_an_error_and_never_touches_outside(
     assert sorted(os.listdir(tmp_path)) == ["outside", "root"]
     assert sorted(os.listdir(outside)) == ["secret.txt"]
     assert (outside / "secret.txt").read_text() == "SENTINEL\n"
+
+
+_LINK_PARTS = st.sampled_from(["..", ".", "src", "outside", "root", "secret.txt", "x"])
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    target=st.lists(_LINK_PARTS, min_size=1, max_size=4),
+    absolute=st.booleans(),
+    below=st.sampled_from(["", "/secret.txt", "/x", "/.."]),
+    name=st.sampled_from(
+        ["read_file", "write_file", "patch_file", "list_files", "search_files", "shell_exec"]
+    ),
+)
+async def test_a_generated_symlink_never_leads_a_tool_outside_the_root(
+    tmp_path_factory: pytest.TempPathFactory,
+    target: list[str],
+    absolute: bool,
+    below: str,
+    name: str,
+) -> None:
+    base = tmp_path_factory.mktemp("links")
+    root, outside = base / "root", base / "outside"
+    (root / "src").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SENTINEL\n")
+    relative = "/".join(target)
+    (root / "src" / "link").symlink_to(f"{base}/{relative}" if absolute else relative)
+    path = "src/link" + below
+    arguments: dict[str, Any] = {
+        "write_file": {"path": path, "content": "written"},
+        "patch_file": {"path": path, "old_text": "SENTINEL", "new_text": "patched"},
+        "search_files": {"path": path, "pattern": "SENTINEL"},
+        "shell_exec": {"cwd": path, "command": ["pwd"]},
+    }.get(name, {"path": path})
+    result = await _call(Workspace(root, shell=True), name, **arguments)
+    assert "SENTINEL" not in result.text.replace(repr("SENTINEL"), "")
+    if name == "shell_exec" and not result.is_error:
+        ran_in = Path(result.text.split("--- stdout ---\n")[1].strip())
+        assert ran_in.is_relative_to(Workspace(root).root)
+    assert sorted(os.listdir(base)) == ["outside", "root"]
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+    assert (outside / "secret.txt").read_text() == "SENTINEL\n"
