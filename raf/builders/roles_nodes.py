@@ -7,7 +7,10 @@ reads the steps already written and never plays one twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
+
+from pydantic import BaseModel
 
 from raf.adapters.role_context import playing_role
 from raf.builders.roles_program import MODERATOR_NODE, Role, RoleProgram
@@ -56,6 +59,10 @@ class ModeratorNode(_Node):
         super().__init__(MODERATOR_NODE, program, log)
         self._max_steps = max_steps
 
+    def models(self) -> Sequence[type[BaseModel]]:
+        """The roles' schemas: the value it yields is the last role's output."""
+        return tuple(role.schema for role in self._program.roles.values())
+
     async def handle(self, message: Any, ctx: NodeContext) -> str | None:
         """Send the thread to the chosen role, or yield the response at END."""
         program = self._program
@@ -88,6 +95,10 @@ class RoleNode(_Node):
     def __init__(self, role: Role, program: RoleProgram, log: EventLog) -> None:
         super().__init__(role.name, program, log)
         self._role = role
+
+    def models(self) -> Sequence[type[BaseModel]]:
+        """The role's schema: its output is a value of it."""
+        return (self._role.schema,)
 
     async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse | None:
         """Play the role unless its step is already in the log; then back to the moderator."""
