@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from raf.adapters import agent_to_adapter as agent_to_adapter
     from raf.adapters import create_llm_adapter as create_llm_adapter
     from raf.adapters import create_react_adapter as create_react_adapter
+    from raf.builders import END as END
     from raf.builders import Ballot as Ballot
     from raf.builders import ConcurrentBuilder as ConcurrentBuilder
     from raf.builders import FunctionCondition as FunctionCondition
@@ -81,11 +82,14 @@ if TYPE_CHECKING:
     from raf.builders import MagenticBuilder as MagenticBuilder
     from raf.builders import MaxRounds as MaxRounds
     from raf.builders import ProgressLedger as ProgressLedger
+    from raf.builders import RoleEvent as RoleEvent
+    from raf.builders import RoleWorkflowBuilder as RoleWorkflowBuilder
     from raf.builders import SequentialBuilder as SequentialBuilder
     from raf.builders import SpeakerSaid as SpeakerSaid
     from raf.builders import TaskLedger as TaskLedger
     from raf.builders import TerminationCondition as TerminationCondition
     from raf.builders import TextMention as TextMention
+    from raf.builders import TickRunner as TickRunner
     from raf.builders import VoteBuilder as VoteBuilder
     from raf.builders import VotePolicy as VotePolicy
     from raf.builders import VoteResult as VoteResult
@@ -115,14 +119,18 @@ if TYPE_CHECKING:
     from raf.registry import walk as walk
     from raf.stores import Checkpoint as Checkpoint
     from raf.stores import CheckpointStore as CheckpointStore
+    from raf.stores import EventLog as EventLog
     from raf.stores import MemoryCheckpointStore as MemoryCheckpointStore
     from raf.stores import PostgresCheckpointStore as PostgresCheckpointStore
     from raf.stores import SqliteCheckpointStore as SqliteCheckpointStore
+    from raf.stores import StoredEvent as StoredEvent
     from raf.tools import Tool as Tool
     from raf.tools import ToolDefinition as ToolDefinition
     from raf.tools import Workspace as Workspace
     from raf.tools import tool as tool
+    from raf.tools import tool_handler as tool_handler
     from raf.tools import workspace_tools as workspace_tools
+    from raf.tools.mcp import mcp_tools as mcp_tools
 
 # Everything past the agent contract loads on first use, so `import raf` stays fast.
 _LAZY: dict[str, str] = {
@@ -186,6 +194,14 @@ _LAZY: dict[str, str] = {
     "workspace_tools": "raf.tools",
     "walk": "raf.registry",
     "register_model": "raf.engine.codec",
+    "END": "raf.builders",
+    "EventLog": "raf.stores",
+    "RoleEvent": "raf.builders",
+    "RoleWorkflowBuilder": "raf.builders",
+    "StoredEvent": "raf.stores",
+    "TickRunner": "raf.builders",
+    "mcp_tools": "raf.tools.mcp",
+    "tool_handler": "raf.tools",
 }
 
 
@@ -302,4 +318,12 @@ __all__ = [
     "workspace_tools",
     "register_model",
     "CheckpointError",
+    "END",
+    "EventLog",
+    "RoleEvent",
+    "RoleWorkflowBuilder",
+    "StoredEvent",
+    "TickRunner",
+    "mcp_tools",
+    "tool_handler",
 ]

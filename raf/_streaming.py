@@ -10,7 +10,8 @@ produced before it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Generic, TypeVar, cast
 
@@ -37,6 +38,21 @@ def unwrap_group(error: BaseException) -> BaseException:
             break
         current = members[0]
     return cast(BaseException, current)
+
+
+@contextmanager
+def single_exceptions() -> Generator[None]:
+    """Let a lone exception out of the exception groups raised in the block, as itself (its
+    `__cause__` and traceback kept); a group of several stays a group."""
+    failure: BaseException | None = None
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        failure = unwrap_group(group)
+        if failure is group:
+            raise
+    if failure is not None:
+        raise failure
 
 
 class ProducerStream(Generic[T, R]):

@@ -19,6 +19,8 @@ PAGES = [
     "cli",
     "serving",
     "patterns",
+    "adapters",
+    "tools",
 ]
 README = DOCS.parent / "README.md"
 

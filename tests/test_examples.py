@@ -26,6 +26,7 @@ SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith(
 EXPECTED = {
     "sequential.py": "copy/editor",
     "review_panel.py": "verdicts: {'style'",
+    "coding_roles.py": "coding.__start__     sha256:",
     "nested.py": "analysis/length/counter",
     "registry.py": "['newsroom/writing/polish']",
     "handoff.py": "turn 2 answered by desk/",

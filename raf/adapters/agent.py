@@ -21,9 +21,10 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from raf.adapters.role_context import role_context
 from raf.adapters.structured import response_format, structured_call
 from raf.adapters.thread import AdapterFn, RoleFn, ThreadContext, thread_messages
-from raf.agent import IAgent
+from raf.agent import IAgent, invoke_agent
 from raf.messages import ChatMessage
 from raf.providers.base import LlmProvider
 from raf.session import Session
@@ -42,7 +43,7 @@ def agent_to_adapter(agent: IAgent, extract_provider: LlmProvider) -> AdapterFn:
     """An adapter whose roles run `agent` on the thread, then extract the schema in one call.
 
     The agent gets the role prompt as a system message, then the thread, in a fresh session
-    each time. When its response already carries a value of the schema's type, that value is
+    each time (inside a role workflow it runs as a child of the role, streaming on its path). When its response already carries a value of the schema's type, that value is
     used and no extraction call is made.
     """
 
@@ -51,8 +52,12 @@ def agent_to_adapter(agent: IAgent, extract_provider: LlmProvider) -> AdapterFn:
         system = ChatMessage.system(prompt)
 
         async def role(thread: ThreadContext) -> M:
-            run = agent.run([system, *thread_messages(thread)], session=Session())
-            response = await run.collect()
+            messages = [system, *thread_messages(thread)]
+            ctx = role_context()
+            if ctx is None:
+                response = await agent.run(messages, session=Session()).collect()
+            else:  # inside a role workflow: stream the agent's items on the role's path
+                response = await invoke_agent(agent, messages, ctx)
             if isinstance(response.value, schema):
                 return response.value
             messages = [

@@ -17,22 +17,24 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 from pydantic import BaseModel
 
+from raf.adapters.role_context import role_context
 from raf.adapters.thread import AdapterFn, RoleFn, ThreadContext, thread_messages
 from raf.agent import default_options
+from raf.errors import ToolError
 from raf.messages import ToolCallContent
 from raf.providers.base import LlmProvider
 from raf.react.loop import ReactLoop
 from raf.react.resolve import RESOLVE_TOOL_NAME, resolve_definition
 from raf.run import RunContext, discard
 from raf.session import Session
+from raf.tools.arguments import json_object
 from raf.tools.definition import ToolDefinition
-from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, ToolResult, rendered
+from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, ToolResult, log_tool_failure, rendered
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -80,7 +82,8 @@ def create_react_adapter(
         )
 
         async def role(thread: ThreadContext) -> M:
-            ctx = RunContext((), Session(), default_options(), discard)
+            # Inside a role workflow the loop streams to the run, on the role's path.
+            ctx = role_context() or RunContext((), Session(), default_options(), discard)
             response = await loop.run(thread_messages(thread), ctx)
             return cast(M, response.value)
 
@@ -91,22 +94,14 @@ def create_react_adapter(
 
 async def _handle(handler: ToolHandler, call: ToolCallContent) -> ToolResult:
     arguments = call.arguments or "{}"
-    try:
-        parsed: Any = json.loads(arguments)
-    except ValueError as exc:
-        return ToolResult(
-            f"invalid arguments for tool {call.name!r}: not valid JSON ({exc}). "
-            "Call it again with a JSON object.",
-            is_error=True,
-        )
-    if not isinstance(parsed, dict):
-        return ToolResult(
-            f"invalid arguments for tool {call.name!r}: expected a JSON object, "
-            f"got {type(parsed).__name__}. Call it again with a JSON object.",
-            is_error=True,
-        )
+    parsed = json_object(call.name, arguments)
+    if isinstance(parsed, str):
+        return ToolResult(parsed, is_error=True)
     try:
         value = await handler(call.name, arguments)
+    except ToolError as exc:  # a deliberate error result: its message is for the model as is
+        return ToolResult(str(exc), is_error=True)
     except Exception as exc:
+        log_tool_failure(call.name, exc)
         return ToolResult(f"tool {call.name!r} raised {type(exc).__name__}: {exc}", is_error=True)
     return rendered(call.name, value, DEFAULT_MAX_OUTPUT_CHARS)

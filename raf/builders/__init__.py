@@ -28,6 +28,10 @@ from raf.builders.magentic_ledger import LedgerAnswer as LedgerAnswer
 from raf.builders.magentic_ledger import LedgerChoice as LedgerChoice
 from raf.builders.magentic_ledger import ProgressLedger as ProgressLedger
 from raf.builders.magentic_ledger import TaskLedger as TaskLedger
+from raf.builders.roles import END as END
+from raf.builders.roles import RoleEvent as RoleEvent
+from raf.builders.roles import RoleWorkflowBuilder as RoleWorkflowBuilder
+from raf.builders.roles import TickRunner as TickRunner
 from raf.builders.sequential import SequentialBuilder as SequentialBuilder
 from raf.builders.vote import VoteBuilder as VoteBuilder
 from raf.builders.vote_ballot import Ballot as Ballot
@@ -71,4 +75,8 @@ __all__ = [
     "plurality",
     "unanimous",
     "weighted",
+    "END",
+    "RoleEvent",
+    "RoleWorkflowBuilder",
+    "TickRunner",
 ]

@@ -2,7 +2,8 @@
 
 `MemoryCheckpointStore` for tests, `SqliteCheckpointStore` (one file, the embedded default) and
 `PostgresCheckpointStore` (several workers sharing runs) all implement `CheckpointStore` and
-`EventLog`; `new_id()` makes the sortable ids they order by.
+`EventLog`; `new_id()` makes the sortable ids they order by, `content_digest()` the sha256 an
+event's content is filed under.
 
 Example:
     >>> from raf.session import Session
@@ -10,6 +11,7 @@ Example:
 """
 
 from raf.errors import CheckpointVersionError as CheckpointVersionError
+from raf.stores._records import content_digest as content_digest
 from raf.stores.base import CHECKPOINT_FORMAT_VERSION as CHECKPOINT_FORMAT_VERSION
 from raf.stores.base import SUPPORTED_CHECKPOINT_VERSIONS as SUPPORTED_CHECKPOINT_VERSIONS
 from raf.stores.base import Checkpoint as Checkpoint
@@ -32,5 +34,6 @@ __all__ = [
     "PostgresCheckpointStore",
     "SqliteCheckpointStore",
     "StoredEvent",
+    "content_digest",
     "new_id",
 ]

@@ -163,6 +163,24 @@ def content_digest(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
+def check_content(event: StoredEvent, content: bytes | None) -> bytes | None:
+    """`content` as bytes, after checking `event.hash` is its digest.
+
+    Raises:
+        ValueError: when the event's hash is not the content's sha256.
+    """
+    if content is None:
+        return None
+    data = bytes(content)
+    digest = content_digest(data)
+    if event.hash != digest:
+        raise ValueError(
+            f"event {event.id!r} has hash {event.hash!r}, but its content's sha256 is "
+            f"{digest!r}; set hash=raf.stores.content_digest(content)"
+        )
+    return data
+
+
 def unknown_checkpoint(checkpoint_id: str) -> KeyError:
     """The error for loading a checkpoint id the store does not have."""
     return KeyError(f"no checkpoint {checkpoint_id!r} in this store")

@@ -92,8 +92,12 @@ class CheckpointStore(Protocol):
 class EventLog(Protocol):
     """An append-only event log with a content-addressed object store."""
 
-    async def append(self, event: StoredEvent) -> None:
-        """Append `event`."""
+    async def append(self, event: StoredEvent, content: bytes | None = None) -> None:
+        """Append `event`; with `content`, store it under `event.hash` in the same transaction.
+
+        The content is written first and the event last, atomically: a crash leaves both or
+        neither, so an event never names content the store does not have.
+        """
         ...
 
     async def events(self, key: str | None = None) -> list[StoredEvent]:

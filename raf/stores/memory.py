@@ -96,11 +96,15 @@ class MemoryCheckpointStore(ClosingStore):
             if saved.session_id == session_id
         )
 
-    async def append(self, event: StoredEvent) -> None:
-        """Append `event`; `ValueError` when its id is already in the log."""
+    async def append(self, event: StoredEvent, content: bytes | None = None) -> None:
+        """Append `event` (and store `content` under its hash); `ValueError` when its id is
+        already in the log or its hash is not the content's."""
+        data = _records.check_content(event, content)
         await _yield_point()
         if event.id in self._event_ids:
             raise _records.duplicate_event(event.id)
+        if data is not None:
+            self._objects.setdefault(_records.content_digest(data), data)
         logged = _LoggedEvent(event.id, event.key, _records.event_json(event))
         bisect.insort(self._events, logged, key=lambda entry: entry.id)
         self._event_ids.add(event.id)

@@ -127,14 +127,23 @@ class PostgresCheckpointStore(ClosingStore):
         rows = await self._fetch_all(self._queries.list, (session_id,))
         return [checkpoint_id for (checkpoint_id,) in rows]
 
-    async def append(self, event: StoredEvent) -> None:
-        """Append `event`; `ValueError` when its id is already in the log."""
+    async def append(self, event: StoredEvent, content: bytes | None = None) -> None:
+        """Append `event`, with `content` stored under its hash in the same transaction
+        (content first, event last); `ValueError` when its id is already in the log or its
+        hash is not the content's."""
         row = _records.event_row(event, _records.as_utc(event.occurred_at))
-        inserted = await self._run(
-            lambda connection: connection.execute(self._queries.append, row).rowcount
-        )
-        if inserted == 0:
-            raise _records.duplicate_event(event.id)
+        data = _records.check_content(event, content)
+        queries = self._queries
+
+        def write(connection: Connection) -> None:
+            with connection.transaction():
+                if data is not None:
+                    connection.execute(queries.put, (event.hash, data))
+                if connection.execute(queries.append, row).rowcount == 0:
+                    # Raised inside the transaction, so the content goes back out with it.
+                    raise _records.duplicate_event(event.id)
+
+        await self._run(write)
 
     async def events(self, key: str | None = None) -> list[StoredEvent]:
         """Events (of `key`, when given), in id order (oldest first)."""

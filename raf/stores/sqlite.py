@@ -72,6 +72,8 @@ _SAVE = (
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 _EVENT_COLUMNS = "id, occurred_at, kind, key, hash, meta, code_rev"
+_APPEND = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_PUT = "INSERT OR IGNORE INTO objects (hash, content) VALUES (?, ?)"
 
 # How long a statement waits for another connection's write lock before "database is locked".
 _BUSY_TIMEOUT_SECONDS = 30.0
@@ -155,12 +157,22 @@ class SqliteCheckpointStore(ClosingStore):
         )
         return [checkpoint_id for (checkpoint_id,) in rows]
 
-    async def append(self, event: StoredEvent) -> None:
-        """Append `event`; `ValueError` when its id is already in the log."""
+    async def append(self, event: StoredEvent, content: bytes | None = None) -> None:
+        """Append `event`, with `content` stored under its hash in the same transaction
+        (content first, event last); `ValueError` when its id is already in the log or its
+        hash is not the content's."""
         row = _records.event_row(event, _records.format_time(event.occurred_at))
-        query = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        data = _records.check_content(event, content)
+
+        def write(connection: sqlite3.Connection) -> None:
+            connection.execute("BEGIN IMMEDIATE")
+            if data is not None:
+                connection.execute(_PUT, (event.hash, data))
+            connection.execute(_APPEND, row)
+            connection.execute("COMMIT")
+
         try:
-            await self._run(lambda connection: connection.execute(query, row))
+            await self._run(write)
         except sqlite3.IntegrityError:
             raise _records.duplicate_event(event.id) from None
 
@@ -177,12 +189,7 @@ class SqliteCheckpointStore(ClosingStore):
     async def put(self, content: bytes) -> str:
         """Store `content` once under its sha256 hex digest, and return the digest."""
         digest = _records.content_digest(content)
-        await self._run(
-            lambda connection: connection.execute(
-                "INSERT OR IGNORE INTO objects (hash, content) VALUES (?, ?)",
-                (digest, bytes(content)),
-            )
-        )
+        await self._run(lambda connection: connection.execute(_PUT, (digest, bytes(content))))
         return digest
 
     async def get(self, digest: str) -> bytes:

@@ -1,4 +1,5 @@
-"""Tools a model can call: `@tool`, `Tool`, `ToolResult`, `ToolDefinition`, and `Workspace`.
+"""Tools a model can call: `@tool`, `Tool`, `ToolResult`, `ToolDefinition`, and `Workspace`
+(read, write, patch, list, search files; run commands).
 
 Example:
     >>> from raf.tools import tool
@@ -10,7 +11,9 @@ Example:
     'Say it louder.'
 """
 
+from raf.tools.cancellation import check_not_cancelled as check_not_cancelled
 from raf.tools.definition import ToolDefinition as ToolDefinition
+from raf.tools.handler import tool_handler as tool_handler
 from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS as DEFAULT_MAX_OUTPUT_CHARS
 from raf.tools.tool import Tool as Tool
 from raf.tools.tool import ToolResult as ToolResult
@@ -24,6 +27,8 @@ __all__ = [
     "ToolDefinition",
     "ToolResult",
     "Workspace",
+    "check_not_cancelled",
     "tool",
+    "tool_handler",
     "workspace_tools",
 ]

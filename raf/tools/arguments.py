@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import inspect
+import json
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -148,3 +149,25 @@ def _without_titles(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.replace("-", "_").split("_"))
+
+
+def json_object(tool: str, arguments: str) -> dict[str, Any] | str:
+    """`arguments` parsed as a JSON object, or the error text telling the model what is wrong.
+
+    Example:
+        >>> json_object("add", '{"a": 1}'), json_object("add", "[1]")
+        ({'a': 1}, "invalid arguments for tool 'add': expected a JSON object, got list. Call it again with a JSON object.")
+    """
+    try:
+        parsed: Any = json.loads(arguments or "{}")
+    except ValueError as exc:
+        return (
+            f"invalid arguments for tool {tool!r}: not valid JSON ({exc}). "
+            "Call it again with a JSON object."
+        )
+    if not isinstance(parsed, dict):
+        return (
+            f"invalid arguments for tool {tool!r}: expected a JSON object, "
+            f"got {type(parsed).__name__}. Call it again with a JSON object."
+        )
+    return cast(dict[str, Any], parsed)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast, overload
@@ -37,8 +38,11 @@ from pydantic import BaseModel, ValidationError
 from raf.errors import ToolError
 from raf.run import RunContext
 from raf.tools.arguments import ArgumentsSpec, arguments_spec, describe_validation_error
+from raf.tools.cancellation import CallFlag, running_call
 from raf.tools.definition import ToolDefinition
 from raf.tools.docstring import parse_docstring
+
+_logger = logging.getLogger("raf")
 
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
 """Tool output longer than this is cut, with a note saying so."""
@@ -132,12 +136,11 @@ class Tool:
             if self._is_async:
                 value = await self.fn(**keywords)
             else:
-                value = await anyio.to_thread.run_sync(
-                    functools.partial(self.fn, **keywords), abandon_on_cancel=True
-                )
+                value = await _in_thread(functools.partial(self.fn, **keywords))
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as exc:
+            log_tool_failure(self.name, exc)
             return ToolResult(
                 f"tool {self.name!r} raised {type(exc).__name__}: {exc}", is_error=True
             )
@@ -192,6 +195,15 @@ def tool(
     return decorate
 
 
+def log_tool_failure(name: str, exc: Exception) -> None:
+    """Log a tool's exception that becomes an error result for the model, on the `raf` logger:
+    with its traceback, unless it is a `ToolError` (a refusal the tool meant, at debug level)."""
+    if isinstance(exc, ToolError):
+        _logger.debug("tool %r refused the call: %s", name, exc)
+    else:
+        _logger.warning("tool %r raised %s", name, type(exc).__name__, exc_info=exc)
+
+
 def as_tool(item: Tool | Callable[..., Any]) -> Tool:
     """`item` itself when it is a `Tool`, else `tool(item)`."""
     return item if isinstance(item, Tool) else Tool(item)
@@ -241,6 +253,18 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[output truncated: showing {limit} of {len(text)} characters]"
+
+
+async def _in_thread(call: Callable[[], Any]) -> Any:
+    """`call()` in a worker thread, abandoned on cancellation with its `CallFlag` set, so its
+    next `check_not_cancelled()` stops it before it writes."""
+    flag = CallFlag()
+    with running_call(flag):
+        try:
+            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            flag.cancel()
+            raise
 
 
 def _is_async_callable(fn: Callable[..., Any]) -> bool:

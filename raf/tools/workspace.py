@@ -1,16 +1,19 @@
-"""Builtin workspace tools: read, write, list and search the files under one root folder.
+"""Builtin workspace tools: read, write, patch, list and search the files under one root
+folder, and (when enabled) run commands in it.
 
 Every path a model gives is resolved against the root, symlinks included. A path leading
-outside the root, a missing, binary or oversize file, a bad pattern: each comes back as an
-error result naming the path (and the root), so the model can correct itself. Nothing outside
-the root is read or written.
+outside the root, a missing, binary or oversize file, a bad pattern, a patch whose text is
+absent or repeated: each comes back as an error result naming the path (and the root), so
+the model can correct itself. Nothing outside the root is read or written by these tools;
+`shell_exec` runs its commands with their working folder inside the root, which confines
+where they start, not what they may do (it is off unless `shell=True`).
 
 Example:
     >>> import anyio, tempfile
     >>> folder = tempfile.TemporaryDirectory()
     >>> workspace = Workspace(folder.name)
     >>> [t.name for t in workspace.tools()]
-    ['read_file', 'write_file', 'list_files', 'search_files']
+    ['read_file', 'write_file', 'patch_file', 'list_files', 'search_files']
     >>> workspace.write_file("notes/todo.txt", "buy milk\\n")
     "wrote 9 bytes to 'notes/todo.txt'"
     >>> read_file = workspace.tools()[0]
@@ -23,45 +26,59 @@ Example:
 
 from __future__ import annotations
 
-import codecs
 import os
-import re
-from collections.abc import Iterator, Sequence
-from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import Annotated
 
 from pydantic import Field
 
 from raf.errors import ToolError
-from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, Tool
+from raf.tools._files import (
+    SNIFF_BYTES,
+    capped,
+    clip,
+    match,
+    os_error,
+    read_lines,
+    segments,
+    walk,
+)
+from raf.tools.cancellation import check_not_cancelled
+from raf.tools.patch import replace_once
+from raf.tools.search import line_matcher
+from raf.tools.shell import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, run_command
+from raf.tools.tool import Tool
 
 DEFAULT_MAX_BYTES = 256 * 1024
-"""Files larger than this are read only by ranges of lines, and never searched."""
+"""Files larger than this are read only by ranges of lines, and never searched or patched."""
 DEFAULT_MAX_RESULTS = 200
 """At most this many entries from `list_files`, matching lines from `search_files`."""
-
-_SNIFF_BYTES = 8192  # a NUL byte in the first 8 KiB marks a file as binary
-_READ_BUDGET = DEFAULT_MAX_OUTPUT_CHARS - 200  # room for the continuation note
-_LINE_CHARS = 200  # search results show at most this much of a line
+MAX_SHELL_TIMEOUT = 600.0
+"""The longest timeout a model may give `shell_exec`, in seconds."""
 
 
 class Workspace:
-    """A folder whose files a model may read, list, search and (optionally) write.
+    """A folder whose files a model may read, list, search and (optionally) write and patch,
+    and in which it may (optionally) run commands.
 
     Args:
         root: the folder; it must exist. Every tool path is relative to it.
-        writable: whether `tools()` includes `write_file`.
+        writable: whether `tools()` includes `write_file` and `patch_file`.
+        shell: whether `tools()` includes `shell_exec`. Commands start inside the root but
+            can reach anything the process can: enable it only for a root you would let
+            the model's author work in.
         max_bytes: files larger than this must be read by ranges of lines; they are skipped
-            by `search_files`.
+            by `search_files` and refused by `patch_file`.
         max_results: the most entries `list_files` and matching lines `search_files` return.
+        max_output_bytes: how much of a command's stdout (and of its stderr) `shell_exec`
+            shows.
 
     Attributes:
         root: the root folder, symlinks resolved.
 
     Raises:
         ToolError: when `root` is not an existing folder.
-        ValueError: when `max_bytes` or `max_results` is below 1.
+        ValueError: when `max_bytes`, `max_results` or `max_output_bytes` is below 1.
 
     Example:
         >>> import tempfile
@@ -70,20 +87,30 @@ class Workspace:
         ['read_file', 'list_files', 'search_files']
     """
 
-    __slots__ = ("_tools", "max_bytes", "max_results", "root", "writable")
+    __slots__ = (
+        "_tools",
+        "max_bytes",
+        "max_output_bytes",
+        "max_results",
+        "root",
+        "shell",
+        "writable",
+    )
 
     def __init__(
         self,
         root: str | os.PathLike[str],
         *,
         writable: bool = True,
+        shell: bool = False,
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_results: int = DEFAULT_MAX_RESULTS,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     ) -> None:
-        if max_bytes < 1 or max_results < 1:
+        if min(max_bytes, max_results, max_output_bytes) < 1:
             raise ValueError(
-                f"Workspace({os.fspath(root)!r}): max_bytes and max_results must be at least 1, "
-                f"not {max_bytes} and {max_results}"
+                f"Workspace({os.fspath(root)!r}): max_bytes, max_results and max_output_bytes "
+                f"must be at least 1, not {max_bytes}, {max_results} and {max_output_bytes}"
             )
         resolved = Path(root).resolve()
         if not resolved.is_dir():
@@ -92,15 +119,19 @@ class Workspace:
         self.writable = writable
         self.max_bytes = max_bytes
         self.max_results = max_results
-        writer = [self.write_file] if writable else []
-        methods = [self.read_file, *writer, self.list_files, self.search_files]
+        self.shell = shell
+        self.max_output_bytes = max_output_bytes
+        writers = [self.write_file, self.patch_file] if writable else []
+        runner = [self.shell_exec] if shell else []
+        methods = [self.read_file, *writers, self.list_files, self.search_files, *runner]
         self._tools = tuple(Tool(method) for method in methods)
 
     def __repr__(self) -> str:
-        return f"Workspace({str(self.root)!r}, writable={self.writable})"
+        return f"Workspace({str(self.root)!r}, writable={self.writable}, shell={self.shell})"
 
     def tools(self) -> list[Tool]:
-        """The tools a model can call on this workspace (`write_file` only when writable)."""
+        """The tools a model can call on this workspace (`write_file` and `patch_file` only
+        when writable, `shell_exec` only with `shell=True`)."""
         return list(self._tools)
 
     def read_file(
@@ -130,14 +161,14 @@ class Workspace:
                     "or find what you need with search_files"
                 )
             with target.open("rb") as file:
-                if b"\0" in file.read(_SNIFF_BYTES):
+                if b"\0" in file.read(SNIFF_BYTES):
                     raise ToolError(f"{path!r} is a binary file; only text files can be read")
                 file.seek(0)
-                return _read_lines(file, path, offset, limit)
+                return read_lines(file, path, offset, limit)
         except UnicodeDecodeError as exc:
             raise ToolError(f"{path!r} is not UTF-8 text ({exc.reason})") from None
         except OSError as exc:
-            raise _os_error("read", path, exc) from None
+            raise os_error("read", path, exc) from None
 
     def write_file(self, path: str, content: str) -> str:
         """Write a UTF-8 text file in the workspace, replacing it, creating its folders.
@@ -153,11 +184,48 @@ class Workspace:
             raise ToolError(f"{path!r} exists and is not a regular file; choose another path")
         data = content.encode()
         try:
+            check_not_cancelled()
             target.parent.mkdir(parents=True, exist_ok=True)
+            check_not_cancelled()
             target.write_bytes(data)
         except OSError as exc:
-            raise _os_error("write", path, exc) from None
+            raise os_error("write", path, exc) from None
         return f"wrote {len(data)} bytes to {self._relative(target)!r}"
+
+    def patch_file(self, path: str, old_text: str, new_text: str) -> str:
+        """Replace one exact piece of a workspace text file with new text.
+
+        old_text must occur exactly once in the file; when it is absent or occurs several
+        times nothing changes and the error says where (line numbers), so include enough
+        surrounding lines to make it unique.
+
+        Args:
+            path: the file, relative to the workspace root.
+            old_text: the exact text to replace, whitespace and indentation included.
+            new_text: the text to put in its place (empty to delete it).
+        """
+        if not self.writable:
+            raise ToolError(f"the workspace {str(self.root)!r} is read-only")
+        target = self._existing(path)
+        if not target.is_file():
+            raise ToolError(f"{path!r} is not a file; patch_file changes text files")
+        text = self._small_text(target)
+        if text is None:
+            raise ToolError(
+                f"{path!r} is not a UTF-8 text file of at most {self.max_bytes:,} bytes; "
+                "patch_file changes text files (write_file replaces a file whole)"
+            )
+        changed = replace_once(text, old_text, new_text, path)
+        try:
+            check_not_cancelled()
+            target.write_bytes(changed.encode())
+        except OSError as exc:
+            raise os_error("write", path, exc) from None
+        line = text.count("\n", 0, text.index(old_text)) + 1
+        return (
+            f"patched {self._relative(target)!r} at line {line}: replaced "
+            f"{old_text.count(chr(10)) + 1} line(s) with {new_text.count(chr(10)) + 1}"
+        )
 
     def list_files(self, path: str = ".", pattern: str = "*") -> str:
         """List the files and folders of a workspace folder, one path a line (folders end in /).
@@ -168,17 +236,17 @@ class Workspace:
                 '*.py' its Python files, '**/*.py' those of every subfolder too.
         """
         base = self._folder(path)
-        segments = _segments(pattern)
-        depth = None if "**" in segments else len(segments)
+        globs = segments(pattern)
+        depth = None if "**" in globs else len(globs)
         found: list[str] = []
-        for parts, is_dir, entry in _walk(base, depth):
-            if _match(parts, segments):
+        for parts, is_dir, entry in walk(base, depth):
+            if match(parts, globs):
                 found.append(self._relative(entry) + ("/" if is_dir else ""))
         if not found:
             return f"nothing under {path!r} matches {pattern!r}"
         found.sort()
         shown = f"{self.max_results} of {len(found)} entries"
-        return _capped(found, self.max_results, shown)
+        return capped(found, self.max_results, shown)
 
     def search_files(self, pattern: str, path: str = ".", regex: bool = False) -> str:
         """Find the lines of the workspace's text files that contain a text or match a regex.
@@ -186,32 +254,26 @@ class Workspace:
         Each match is given as `path:line: text`, paths relative to the workspace root.
 
         Args:
-            pattern: the text to look for (or a Python regular expression with regex=true).
+            pattern: the text to look for (or, with regex=true, a regular expression in
+                RE2 syntax: Python's, without backreferences or lookaround).
             path: the folder (or file) to search, relative to the workspace root.
             regex: whether pattern is a regular expression rather than plain text.
         """
-        if not pattern:
-            raise ToolError("search_files needs a non-empty pattern")
-        try:
-            matcher = re.compile(pattern if regex else re.escape(pattern))
-        except re.error as exc:
-            raise ToolError(
-                f"pattern {pattern!r} is not a valid regular expression: {exc}"
-            ) from None
+        matches = line_matcher(pattern, regex=regex)
         target = self._existing(path)
-        files = [target] if target.is_file() else [e for _, d, e in _walk(target, None) if not d]
+        files = [target] if target.is_file() else [e for _, d, e in walk(target, None) if not d]
         hits: list[str] = []
         skipped = 0
         for file in files:
-            lines = self._text_lines(file)
-            if lines is None:
+            text = self._small_text(file)
+            if text is None:
                 skipped += 1
                 continue
             name = self._relative(file)
             hits.extend(
-                f"{name}:{n}: {_clip(line)}"
-                for n, line in enumerate(lines, 1)
-                if matcher.search(line)
+                f"{name}:{n}: {clip(line)}"
+                for n, line in enumerate(text.splitlines(), 1)
+                if matches(line)
             )
             if len(hits) > self.max_results:
                 break
@@ -219,7 +281,42 @@ class Workspace:
         if not hits:
             return f"no line under {path!r} matches {pattern!r}{note}"
         shown = f"the first {self.max_results} matches"
-        return _capped(hits, self.max_results, shown) + note
+        return capped(hits, self.max_results, shown) + note
+
+    async def shell_exec(
+        self,
+        command: str | list[str],
+        cwd: str = ".",
+        timeout: Annotated[float, Field(gt=0, le=MAX_SHELL_TIMEOUT)] = DEFAULT_TIMEOUT,
+    ) -> str:
+        """Run a command in the workspace and report its exit code, stdout and stderr.
+
+        The command and everything it starts are killed when it times out. Long output is
+        cut, with a note saying how much.
+
+        Args:
+            command: a shell command line (run by /bin/sh), or a program and its arguments
+                as a list (run without a shell).
+            cwd: the folder to run it in, relative to the workspace root.
+            timeout: seconds before the command is killed.
+        """
+        if not self.shell:
+            raise ToolError(f"the workspace {str(self.root)!r} does not run commands")
+        folder = self._folder(cwd)
+        try:
+            result = await run_command(
+                command, cwd=folder, timeout=timeout, max_output=self.max_output_bytes
+            )
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        except OSError as exc:
+            raise ToolError(
+                f"cannot run {command!r}: {exc.strerror or exc}; check the program name "
+                "(list_files shows the workspace, or give a shell command line)"
+            ) from None
+        if not result.ok:
+            raise ToolError(result.report())
+        return result.report()
 
     def _resolve(self, path: str) -> Path:
         """`path` resolved against the root; an error unless it stays inside the root."""
@@ -249,7 +346,7 @@ class Workspace:
         try:
             return target.exists()
         except OSError as exc:  # say, a name too long
-            raise _os_error("open", path, exc) from None
+            raise os_error("open", path, exc) from None
 
     def _folder(self, path: str) -> Path:
         target = self._existing(path)
@@ -260,8 +357,8 @@ class Workspace:
     def _relative(self, target: Path) -> str:
         return target.relative_to(self.root).as_posix() or "."
 
-    def _text_lines(self, file: Path) -> list[str] | None:
-        """The lines of `file` when it is a small UTF-8 text file inside the root, else None."""
+    def _small_text(self, file: Path) -> str | None:
+        """The text of `file` when it is a small UTF-8 text file inside the root, else None."""
         try:
             real = file.resolve()
             if not real.is_relative_to(self.root) or not real.is_file():
@@ -269,9 +366,9 @@ class Workspace:
             if real.stat().st_size > self.max_bytes:
                 return None
             data = real.read_bytes()
-            if b"\0" in data[:_SNIFF_BYTES]:
+            if b"\0" in data[:SNIFF_BYTES]:
                 return None
-            return data.decode().splitlines()
+            return data.decode()
         except (OSError, RuntimeError, UnicodeDecodeError):
             return None
 
@@ -280,10 +377,12 @@ def workspace_tools(
     root: str | os.PathLike[str],
     *,
     writable: bool = True,
+    shell: bool = False,
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_results: int = DEFAULT_MAX_RESULTS,
 ) -> list[Tool]:
-    """The tools of a `Workspace` on `root`: read, list, search (and write) its files.
+    """The tools of a `Workspace` on `root`: read, list, search (write and patch) its files
+    (and run commands in it, with `shell=True`).
 
     Example:
         >>> import tempfile
@@ -291,89 +390,7 @@ def workspace_tools(
         ...     [t.name for t in workspace_tools(folder, writable=False)]
         ['read_file', 'list_files', 'search_files']
     """
-    return Workspace(root, writable=writable, max_bytes=max_bytes, max_results=max_results).tools()
-
-
-def _read_lines(file: BinaryIO, path: str, offset: int, limit: int | None) -> str:
-    """Lines offset.. of `file`, at most `limit` and about `_READ_BUDGET` characters."""
-    skipped = 0
-    while skipped < offset:
-        piece = file.readline(65536)
-        if not piece:
-            raise ToolError(
-                f"offset {offset} is past the end of {path!r}, which has {skipped} lines"
-            )
-        skipped += piece.endswith(b"\n")
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    taken: list[str] = []
-    used = 0
-    while limit is None or len(taken) < limit:
-        wanted = _READ_BUDGET - used + 1
-        raw = file.readline(wanted)
-        if not raw:
-            decoder.decode(b"", final=True)  # a truncated character at the end raises
-            break
-        line = decoder.decode(raw)
-        whole = raw.endswith(b"\n") or len(raw) < wanted  # else a piece of a longer line
-        if used + len(line) <= _READ_BUDGET and whole:
-            taken.append(line)
-            used += len(line)
-            continue
-        if not taken:  # one line longer than the budget: show its start
-            return (
-                f"{line[:_READ_BUDGET]}\n[line {offset + 1} of {path!r} is too long to show "
-                f"whole; read on with offset={offset + 1}]"
-            )
-        end = offset + len(taken)
-        return (
-            "".join(taken) + f"\n[showing lines {offset + 1}-{end} of {path!r}; "
-            f"read on with offset={end}]"
-        )
-    return "".join(taken)
-
-
-def _walk(base: Path, depth: int | None) -> Iterator[tuple[tuple[str, ...], bool, Path]]:
-    """(parts below `base`, is a folder, path) of everything under `base`, links not followed."""
-    for folder, dirnames, filenames in os.walk(base):
-        here = Path(folder)
-        prefix = here.relative_to(base).parts
-        dirnames.sort()
-        for name in dirnames:
-            yield (*prefix, name), True, here / name
-        for name in sorted(filenames):
-            yield (*prefix, name), False, here / name
-        if depth is not None and len(prefix) + 1 >= depth:
-            dirnames.clear()  # the pattern cannot match anything deeper
-
-
-def _segments(pattern: str) -> list[str]:
-    segments: list[str] = []
-    for segment in pattern.strip("/").split("/"):
-        if segment == "**" and segments[-1:] == ["**"]:
-            continue  # '**/**' is '**'; keeps matching linear
-        segments.append(segment)
-    return segments
-
-
-def _match(parts: Sequence[str], segments: Sequence[str]) -> bool:
-    """Whether path `parts` match glob `segments`, where '**' matches any number of parts."""
-    if not segments:
-        return not parts
-    if segments[0] == "**":
-        return any(_match(parts[i:], segments[1:]) for i in range(len(parts) + 1))
-    return bool(parts) and fnmatchcase(parts[0], segments[0]) and _match(parts[1:], segments[1:])
-
-
-def _capped(lines: list[str], cap: int, shown: str) -> str:
-    if len(lines) <= cap:
-        return "\n".join(lines)
-    return "\n".join(lines[:cap]) + f"\n[showing {shown}; narrow the path or the pattern]"
-
-
-def _clip(line: str) -> str:
-    return line if len(line) <= _LINE_CHARS else line[:_LINE_CHARS] + "..."
-
-
-def _os_error(action: str, path: str, exc: OSError) -> ToolError:
-    reason = exc.strerror or type(exc).__name__
-    return ToolError(f"cannot {action} {path!r}: {reason}")
+    workspace = Workspace(
+        root, writable=writable, shell=shell, max_bytes=max_bytes, max_results=max_results
+    )
+    return workspace.tools()

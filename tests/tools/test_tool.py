@@ -209,3 +209,19 @@ async def test_a_value_without_text_becomes_an_error_result() -> None:
     assert result.is_error
     assert "'odd' returned a value of type _Unrenderable that cannot be rendered" in result.text
     assert "RuntimeError: no text for this" in result.text
+
+
+async def test_an_exception_a_tool_raises_is_logged_with_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @tool
+    def explode() -> str:
+        """Fail."""
+        raise RuntimeError("kaboom")
+
+    with caplog.at_level("DEBUG", logger="raf"):
+        result = await explode.call("{}")
+    assert result.is_error
+    (record,) = [r for r in caplog.records if r.name == "raf"]
+    assert record.levelname == "WARNING" and "'explode' raised RuntimeError" in record.message
+    assert record.exc_info is not None and "kaboom" in str(record.exc_info[1])

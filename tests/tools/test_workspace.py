@@ -47,7 +47,7 @@ def test_the_docstring_examples_run() -> None:
 
 def test_tools_have_schemas_from_their_signatures(root: Path) -> None:
     tools = _tools(Workspace(root))
-    assert list(tools) == ["read_file", "write_file", "list_files", "search_files"]
+    assert list(tools) == ["read_file", "write_file", "patch_file", "list_files", "search_files"]
     read = tools["read_file"].definition
     assert read.description.startswith("Read a UTF-8 text file")
     assert read.parameters["required"] == ["path"]
@@ -174,7 +174,7 @@ async def test_search_files_finds_text_and_regex_matches(root: Path) -> None:
     none = await _call(workspace, "search_files", pattern="absent", path="src")
     assert none == ToolResult("no line under 'src' matches 'absent'")
     bad = await _call(workspace, "search_files", pattern="(", regex=True)
-    assert bad.is_error and "'(' is not a valid regular expression" in bad.text
+    assert bad.is_error and "'(' is not a regular expression search_files can run" in bad.text
 
 
 async def test_search_files_is_capped_with_a_note(tmp_path: Path) -> None:
@@ -273,7 +273,9 @@ _SEGMENTS = st.sampled_from(
 @given(
     prefix=st.sampled_from(["", "/", "ROOT", "OUTSIDE", "//"]),
     segments=st.lists(_SEGMENTS, max_size=6),
-    name=st.sampled_from(["read_file", "write_file", "list_files", "search_files"]),
+    name=st.sampled_from(
+        ["read_file", "write_file", "patch_file", "list_files", "search_files", "shell_exec"]
+    ),
 )
 async def test_any_path_stays_inside_or_is_an_error_and_never_touches_outside(
     tmp_path: Path, prefix: str, segments: list[str], name: str
@@ -287,14 +289,66 @@ async def test_any_path_stays_inside_or_is_an_error_and_never_touches_outside(
         (root / "outside").symlink_to(outside, target_is_directory=True)
     prefix = {"ROOT": f"{root}/", "OUTSIDE": f"{outside}/"}.get(prefix, prefix)
     path = prefix + "/".join(segments)
-    extra = {"write_file": {"content": "written"}, "search_files": {"pattern": "SENTINEL"}}
-    result = await _call(Workspace(root), name, path=path, **extra.get(name, {}))
+    extra: dict[str, dict[str, Any]] = {
+        "write_file": {"path": path, "content": "written"},
+        "patch_file": {"path": path, "old_text": "SENTINEL", "new_text": "patched"},
+        "search_files": {"path": path, "pattern": "SENTINEL"},
+        "shell_exec": {"cwd": path, "command": ["pwd"]},
+    }
+    arguments = extra.get(name, {"path": path})
+    result = await _call(Workspace(root, shell=True), name, **arguments)
     assert "SENTINEL" not in result.text.replace(repr("SENTINEL"), "")
     if result.is_error:
         assert result.text.startswith(f"tool {name!r} raised ToolError: "), result.text
     elif name == "write_file":
         written = result.text.removeprefix("wrote 7 bytes to ").strip("'")
         assert (root / written).resolve().is_relative_to(root)
+    elif name == "shell_exec":
+        ran_in = Path(result.text.split("--- stdout ---\n")[1].strip())
+        assert ran_in.is_relative_to(Workspace(root).root)  # pwd shows the resolved folder
     assert sorted(os.listdir(tmp_path)) == ["outside", "root"]
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+    assert (outside / "secret.txt").read_text() == "SENTINEL\n"
+
+
+_LINK_PARTS = st.sampled_from(["..", ".", "src", "outside", "root", "secret.txt", "x"])
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    target=st.lists(_LINK_PARTS, min_size=1, max_size=4),
+    absolute=st.booleans(),
+    below=st.sampled_from(["", "/secret.txt", "/x", "/.."]),
+    name=st.sampled_from(
+        ["read_file", "write_file", "patch_file", "list_files", "search_files", "shell_exec"]
+    ),
+)
+async def test_a_generated_symlink_never_leads_a_tool_outside_the_root(
+    tmp_path_factory: pytest.TempPathFactory,
+    target: list[str],
+    absolute: bool,
+    below: str,
+    name: str,
+) -> None:
+    base = tmp_path_factory.mktemp("links")
+    root, outside = base / "root", base / "outside"
+    (root / "src").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SENTINEL\n")
+    relative = "/".join(target)
+    (root / "src" / "link").symlink_to(f"{base}/{relative}" if absolute else relative)
+    path = "src/link" + below
+    arguments: dict[str, Any] = {
+        "write_file": {"path": path, "content": "written"},
+        "patch_file": {"path": path, "old_text": "SENTINEL", "new_text": "patched"},
+        "search_files": {"path": path, "pattern": "SENTINEL"},
+        "shell_exec": {"cwd": path, "command": ["pwd"]},
+    }.get(name, {"path": path})
+    result = await _call(Workspace(root, shell=True), name, **arguments)
+    assert "SENTINEL" not in result.text.replace(repr("SENTINEL"), "")
+    if name == "shell_exec" and not result.is_error:
+        ran_in = Path(result.text.split("--- stdout ---\n")[1].strip())
+        assert ran_in.is_relative_to(Workspace(root).root)
+    assert sorted(os.listdir(base)) == ["outside", "root"]
     assert sorted(os.listdir(outside)) == ["secret.txt"]
     assert (outside / "secret.txt").read_text() == "SENTINEL\n"

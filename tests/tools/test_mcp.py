@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from raf.adapters import ThreadContext, create_react_adapter
+from raf.messages import ChatMessage
+from raf.providers.openai import OpenAIProvider, create_client
+from raf.react import ReactAgent
+from raf.testing import ScriptedOpenAIServer, resolve, text, tool_calls
+from raf.tools import ToolResult, tool_handler
+from raf.tools.mcp import McpTool, mcp_tools
+from tests.tools.mcp_server import build
+
+pytestmark = pytest.mark.anyio
+
+SERVER = [sys.executable, str(Path(__file__).with_name("mcp_server.py"))]
+TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+
+
+async def test_an_in_process_server_s_tools_are_raf_tools() -> None:
+    async with mcp_tools(build()) as tools:
+        assert [t.name for t in tools] == ["add", "fail", "die_now"]
+        add = tools[0]
+        assert isinstance(add, McpTool)
+        assert add.definition.description == "Add two numbers."
+        assert add.definition.parameters["required"] == ["a", "b"]
+        assert await add.call('{"a": 2, "b": 40}') == ToolResult("42")
+        failed = await tools[1].call('{"reason": "disk full"}')
+        assert failed == ToolResult("Error executing tool fail: disk full", is_error=True)
+        bad = await add.call("[1, 2]")
+        assert bad.is_error and "expected a JSON object, got list" in bad.text
+        invalid = await add.call('{"a": "many"}')
+        assert invalid.is_error
+
+
+async def test_prefixes_keep_servers_apart() -> None:
+    async with mcp_tools(build(), prefix="calc_") as tools:
+        assert [t.name for t in tools] == ["calc_add", "calc_fail", "calc_die_now"]
+        assert (await tools[0].call('{"a": 1, "b": 1}')).text == "2"
+    with pytest.raises(ValueError, match="prefix"):
+        mcp_tools(build(), prefix="a.b")
+
+
+async def test_a_react_agent_uses_mcp_tools_through_the_openai_client() -> None:
+    script = [tool_calls(("add", {"a": 20, "b": 22}), ("fail", {"reason": "nope"})), text("42")]
+    async with (
+        mcp_tools(build()) as tools,
+        ScriptedOpenAIServer(script) as server,
+        create_client(server.base_url, "test-key") as client,
+    ):
+        agent = ReactAgent("calc", OpenAIProvider(client, "scripted"), "Add.", tools=tools)
+        response = await agent.run("20 + 22?").collect()
+    assert response.text == "42"
+    first, second = server.requests
+    assert [t["function"]["name"] for t in first.body["tools"]] == ["add", "fail", "die_now"]
+    assert first.body["tools"][0]["function"]["parameters"]["required"] == ["a", "b"]
+    results = [m for m in second.body["messages"] if m["role"] == "tool"]
+    assert [r["content"] for r in results] == ["42", "Error executing tool fail: nope"]
+
+
+class Sum(BaseModel):
+    total: int
+
+
+async def test_the_react_adapter_uses_mcp_tools() -> None:
+    script = [tool_calls(("add", {"a": 1, "b": 2})), resolve({"total": 3})]
+    async with (
+        mcp_tools(build()) as tools,
+        ScriptedOpenAIServer(script) as server,
+        create_client(server.base_url, "test-key") as client,
+    ):
+        definitions = [t.definition for t in tools]
+        adapter = create_react_adapter(
+            OpenAIProvider(client, "scripted"), definitions, tool_handler(tools)
+        )
+        role = adapter("Add them.", Sum)
+        value = await role(ThreadContext(thread_id="t", start=[ChatMessage.user("1 + 2")]))
+    assert value == Sum(total=3)
+    tool_message = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert tool_message[0]["content"] == "3"
+
+
+async def test_a_stdio_server_round_trips_and_its_death_is_an_error_result() -> None:
+    with anyio.fail_after(30):
+        async with mcp_tools(SERVER) as tools:
+            by_name = {t.name: t for t in tools}
+            assert await by_name["add"].call('{"a": 1, "b": 2}') == ToolResult("3")
+            died = await by_name["die_now"].call("{}")
+            assert died.is_error and "failed" in died.text and "Connection closed" in died.text
+            after = await by_name["add"].call('{"a": 1, "b": 2}')
+            assert after.is_error
+
+
+async def test_an_error_in_the_block_comes_out_as_itself() -> None:
+    with pytest.raises(KeyError, match="mine"):
+        async with mcp_tools(build()):
+            raise KeyError("mine")
+
+
+async def test_a_call_that_outlives_its_timeout_is_an_error_result() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("slow")
+
+    @server.tool()
+    async def wait() -> str:
+        """Never answer."""
+        await anyio.sleep_forever()
+        return ""
+
+    async with mcp_tools(server, timeout=0.2) as tools:
+        result = await tools[0].call("{}")
+    assert result.is_error and "gave no answer within 0.2 s" in result.text
+
+
+async def test_the_mcp_server_time_package_over_stdio() -> None:
+    with anyio.fail_after(30):
+        async with mcp_tools(TIME_SERVER, prefix="time_") as tools:
+            names = [t.name for t in tools]
+            assert {"time_get_current_time", "time_convert_time"} <= set(names)
+            get_time = tools[names.index("time_get_current_time")]
+            result = await get_time.call(json.dumps({"timezone": "Europe/Oslo"}))
+            bad = await get_time.call(json.dumps({"timezone": "Mars/Olympus"}))
+    assert not result.is_error
+    assert json.loads(result.text)["timezone"] == "Europe/Oslo"
+    assert bad.is_error
