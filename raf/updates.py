@@ -14,9 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from raf.errors import AgentPath as AgentPath
 from raf.messages import ChatMessage
-
-AgentPath = tuple[str, ...]
 
 
 class _Item(BaseModel):

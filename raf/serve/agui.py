@@ -56,13 +56,12 @@ from ag_ui.core import (
 )
 
 from raf.agent import IAgent
-from raf.errors import AgentError, WorkflowError
+from raf.errors import AgentError, AgentPath, WorkflowError
 from raf.messages import ChatMessage
 from raf.updates import AgentResponse, AgentUpdate, RequestInfoUpdate, Usage
 
 __all__ = ["USAGE_EVENT", "AguiMapper"]
 
-AgentPath = tuple[str, ...]
 
 USAGE_EVENT = "raf.usage"
 """Name of the `CUSTOM` event carrying one `Usage` item: `{path, input_tokens, output_tokens}`."""
