@@ -61,3 +61,36 @@ def test_workflow_error_names_executor_and_cause() -> None:
 def test_provider_error_carries_context() -> None:
     error = ProviderError("boom", model="m", status=503, attempts=4)
     assert (error.model, error.status, error.attempts) == ("m", 503, 4)
+
+
+@pytest.mark.anyio
+async def test_collect_raises_what_the_stream_raises_with_the_same_cause() -> None:
+    from raf.builders import SequentialBuilder
+    from raf.function_agent import FunctionAgent
+
+    class Boom(Exception):
+        pass
+
+    def fail(messages: object) -> str:
+        try:
+            raise KeyError("the root cause")
+        except KeyError as exc:
+            raise Boom("it broke") from exc
+
+    for agent in (
+        FunctionAgent("leaf", fail),
+        SequentialBuilder(id="seq").add_agent(FunctionAgent("leaf", fail)).build().as_agent(),
+    ):
+        with pytest.raises(Exception) as streamed:
+            async with agent.run("go") as stream:
+                async for _ in stream:
+                    pass
+        with pytest.raises(Exception) as collected:
+            await agent.run("go").collect()
+        assert type(collected.value) is type(streamed.value)
+        assert type(collected.value.__cause__) is type(streamed.value.__cause__)
+        assert collected.value.__cause__ is not None
+        cause = collected.value.__cause__
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        assert isinstance(cause, KeyError)
