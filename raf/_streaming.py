@@ -119,18 +119,12 @@ class ProducerStream(Generic[T, R]):
         self._state = "done"
         # The consumer's own exception is not fed into the task group: it would come back
         # wrapped in an exception group. The body never raises there (it keeps its error).
-        single: BaseException | None = None
         try:
-            await tg.__aexit__(None, None, None)
-        except BaseExceptionGroup as group:
-            single = unwrap_group(group)
-            if single is group:
-                raise
+            with single_exceptions():
+                await tg.__aexit__(None, None, None)
         finally:
             receive.close()
             self._dismiss()
-        if single is not None:
-            raise single
         return None
 
     def __aiter__(self) -> AsyncIterator[T]:

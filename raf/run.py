@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from raf._streaming import ProducerStream, unwrap_group
+from raf._streaming import ProducerStream, single_exceptions
 from raf.updates import AgentPath, AgentResponse, AgentUpdate
 
 if TYPE_CHECKING:
@@ -160,14 +160,10 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
         self._state = "done"
         await self._admit()
         try:
-            response = await self._body(discard)
-        except Exception as exc:
-            # As when streaming: a lone exception comes out as itself, with its own cause and
-            # traceback, raised outside this handler so the group is no part of its story.
-            error = unwrap_group(exc)
-        else:
-            self.result = response
-            return response
+            # As when streaming: a lone exception comes out as itself, with its own cause.
+            with single_exceptions():
+                response = await self._body(discard)
         finally:
             self._dismiss()
-        raise error
+        self.result = response
+        return response
