@@ -32,7 +32,8 @@ MODULES = {
 
 @dataclass(frozen=True, slots=True)
 class PatternRun:
-    """A built pattern workload: the run, and the largest input its fake models were handed."""
+    """A built pattern workload (scenarios H to K): the run, and the largest input its fake
+    models were handed."""
 
     run: Run
     largest_input: Callable[[], int]
@@ -60,12 +61,15 @@ async def group_chat(suite: Suite) -> PatternRun:
     return await build(suite, CHAT_MEMBERS, CHAT_ROUNDS)
 
 
-def wrong_work(outcome: Outcome, replies: int, largest: int, least_input: int) -> str | None:
-    """What is wrong with a run that should stream and give `replies` replies, its last model
-    call handed at least `least_input` messages; None when nothing is."""
-    if outcome.tokens != replies or outcome.replies != replies or largest < least_input:
+def wrong_work(
+    outcome: Outcome, *, tokens: int, replies: int, largest: int, least_input: int
+) -> str | None:
+    """What is wrong with a run that should stream `tokens` tokens and give `replies` replies,
+    its participants' largest model input at least `least_input` messages; None when nothing
+    is."""
+    if outcome.tokens != tokens or outcome.replies != replies or largest < least_input:
         return (
-            f"expected {replies} tokens streamed, {replies} replies and a largest model input of "
+            f"expected {tokens} tokens streamed, {replies} replies and a largest model input of "
             f"at least {least_input} messages; got {outcome.tokens}, {outcome.replies} and "
             f"{largest}"
         )

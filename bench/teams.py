@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
-from bench.suites.base import Outcome, Run, Suite, Unavailable
+from bench.patterns import PatternRun
+from bench.suites.base import Suite, Unavailable
 
 MAGENTIC_ROUNDS = 10
 """Participant turns of scenario J before the manager finds the request satisfied."""
@@ -31,14 +31,6 @@ MODULES = {
 """Framework -> module with `magentic(suite, members, rounds)` and `vote(suite, voters)`."""
 
 
-@dataclass(frozen=True, slots=True)
-class TeamRun:
-    """A built workload: the run, and the largest input its participants' model was handed."""
-
-    run: Run
-    largest_input: Callable[[], int]
-
-
 def _module(suite: Suite) -> Any:
     name = MODULES.get(suite.name)
     if name is None:
@@ -48,25 +40,13 @@ def _module(suite: Suite) -> Any:
     return importlib.import_module(name)
 
 
-async def magentic(suite: Suite) -> TeamRun:
+async def magentic(suite: Suite) -> PatternRun:
     """Scenario J's workload for `suite`'s framework."""
-    build: Callable[[Suite, int, int], Awaitable[TeamRun]] = _module(suite).magentic
+    build: Callable[[Suite, int, int], Awaitable[PatternRun]] = _module(suite).magentic
     return await build(suite, MAGENTIC_MEMBERS, MAGENTIC_ROUNDS)
 
 
-async def vote(suite: Suite) -> TeamRun:
+async def vote(suite: Suite) -> PatternRun:
     """Scenario K's workload for `suite`'s framework."""
-    build: Callable[[Suite, int], Awaitable[TeamRun]] = _module(suite).vote
+    build: Callable[[Suite, int], Awaitable[PatternRun]] = _module(suite).vote
     return await build(suite, VOTERS)
-
-
-def wrong_work(outcome: Outcome, tokens: int, least_input: int, largest: int) -> str | None:
-    """What is wrong with a run that should stream `tokens` tokens and answer with one message,
-    its participants handed at least `least_input` messages; None when nothing is."""
-    if outcome.tokens != tokens or outcome.replies != 1 or largest < least_input:
-        return (
-            f"expected {tokens} tokens streamed, one answer and a largest participant input of "
-            f"at least {least_input} messages; got {outcome.tokens}, {outcome.replies} and "
-            f"{largest}"
-        )
-    return None

@@ -250,32 +250,19 @@ async def _checkpoint_samples(
 
 
 async def _pattern(
-    workload: PatternRun, replies: int, least_input: int, per: int, clock: _Clock
+    workload: PatternRun, *, tokens: int, replies: int, least_input: int, per: int, clock: _Clock
 ) -> dict[str, Any]:
     """Time a pattern run after checking its work; the value is ms per `per` (agent or round)."""
     problem = wrong_work(
-        await _timed_outcome(workload.run), replies, workload.largest_input(), least_input
+        await _timed_outcome(workload.run),
+        tokens=tokens,
+        replies=replies,
+        largest=workload.largest_input(),
+        least_input=least_input,
     )
     if problem is not None:
         raise WrongWork(problem)
     samples = _summary(await _samples(workload.run, clock), 1000 / per)
-    return {
-        "value": samples["median"],
-        "within": samples | {"largest_input": workload.largest_input()},
-    }
-
-
-async def _team(
-    workload: teams.TeamRun, tokens: int, least_input: int, per: int, clock: _Clock
-) -> dict[str, Any]:
-    """Time a Magentic or vote run after checking its work; the value is ms per `per`."""
-    run = workload.run
-    if isinstance(run, PreparedRun):
-        await run.prepare()
-    problem = teams.wrong_work(await run(), tokens, least_input, workload.largest_input())
-    if problem is not None:
-        raise WrongWork(problem)
-    samples = _summary(await _samples(run, clock), 1000 / per)
     return {
         "value": samples["median"],
         "within": samples | {"largest_input": workload.largest_input()},
@@ -291,26 +278,38 @@ async def _timed_outcome(run: Run) -> Outcome:
 async def _handoff(suite: Suite, clock: _Clock) -> dict[str, Any]:
     # The last agent was handed at least the prompt and every earlier agent's reply.
     chain = patterns.HANDOFF_CHAIN
-    return await _pattern(await patterns.handoff(suite), chain, chain, chain, clock)
+    workload = await patterns.handoff(suite)
+    return await _pattern(
+        workload, tokens=chain, replies=chain, least_input=chain, per=chain, clock=clock
+    )
 
 
 async def _group_chat(suite: Suite, clock: _Clock) -> dict[str, Any]:
     rounds = patterns.CHAT_ROUNDS
     # At least the prompt and one round of the other members' replies.
     least = patterns.CHAT_MEMBERS
-    return await _pattern(await patterns.group_chat(suite), rounds, least, rounds, clock)
+    workload = await patterns.group_chat(suite)
+    return await _pattern(
+        workload, tokens=rounds, replies=rounds, least_input=least, per=rounds, clock=clock
+    )
 
 
 async def _magentic(suite: Suite, clock: _Clock) -> dict[str, Any]:
     rounds = teams.MAGENTIC_ROUNDS
     # Each participant's token, and the manager's final answer. How much of the team's work a
     # participant is handed differs between frameworks (`largest_input` in the report).
-    return await _team(await teams.magentic(suite), rounds + 1, 1, rounds, clock)
+    workload = await teams.magentic(suite)
+    return await _pattern(
+        workload, tokens=rounds + 1, replies=1, least_input=1, per=rounds, clock=clock
+    )
 
 
 async def _vote(suite: Suite, clock: _Clock) -> dict[str, Any]:
     # Each voter's token, and the answer with the winner.
-    return await _team(await teams.vote(suite), teams.VOTERS + 1, 1, 1, clock)
+    workload = await teams.vote(suite)
+    return await _pattern(
+        workload, tokens=teams.VOTERS + 1, replies=1, least_input=1, per=1, clock=clock
+    )
 
 
 _ASYNC: dict[str, Callable[[Suite, _Clock], Awaitable[dict[str, Any]]]] = {

@@ -12,12 +12,12 @@ from collections import Counter
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
+from bench.patterns import PatternRun
 from bench.suites.base import PROMPT, TOKEN
 from bench.suites.floor import FloorSuite, Item, Message
-from bench.teams import TeamRun
 
 
-async def magentic(suite: FloorSuite, members: int, rounds: int) -> TeamRun:
+async def magentic(suite: FloorSuite, members: int, rounds: int) -> PatternRun:
     ids = [f"member{i}" for i in range(members)]
 
     async def task(send: MemoryObjectSendStream[Item]) -> int:
@@ -32,10 +32,10 @@ async def magentic(suite: FloorSuite, members: int, rounds: int) -> TeamRun:
             await send.send((("team",), TOKEN))
         return 1
 
-    return TeamRun(lambda: suite._consume(task), lambda: suite.model.largest_input)  # pyright: ignore[reportPrivateUsage]
+    return PatternRun(lambda: suite._consume(task), lambda: suite.model.largest_input)  # pyright: ignore[reportPrivateUsage]
 
 
-async def vote(suite: FloorSuite, voters: int) -> TeamRun:
+async def vote(suite: FloorSuite, voters: int) -> PatternRun:
     ids = [f"voter{i}" for i in range(voters)]
 
     async def poll(send: MemoryObjectSendStream[Item]) -> int:
@@ -57,7 +57,7 @@ async def vote(suite: FloorSuite, voters: int) -> TeamRun:
             await send.send((("panel",), winner))
         return 1
 
-    return TeamRun(lambda: suite._consume(poll), lambda: suite.model.largest_input)  # pyright: ignore[reportPrivateUsage]
+    return PatternRun(lambda: suite._consume(poll), lambda: suite.model.largest_input)  # pyright: ignore[reportPrivateUsage]
 
 
 __all__ = ["magentic", "vote"]

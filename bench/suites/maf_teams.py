@@ -32,9 +32,9 @@ from agent_framework import (
 )
 from agent_framework_orchestrations import ConcurrentBuilder, MagenticBuilder
 
+from bench.patterns import PatternRun
 from bench.suites.base import INSTRUCTIONS, PROMPT, TOKEN, Outcome, PreparedRun
 from bench.suites.maf_suite import MafSuite, ZeroLatencyChatClient
-from bench.teams import TeamRun
 
 for _name in ("agent_framework", "agent_framework_orchestrations"):
     logging.getLogger(_name).setLevel(logging.ERROR)
@@ -108,7 +108,7 @@ async def _consume(agent: Any, author: str) -> Outcome:
     return Outcome(tokens, len(answers))
 
 
-async def magentic(suite: MafSuite, members: int, rounds: int) -> TeamRun:
+async def magentic(suite: MafSuite, members: int, rounds: int) -> PatternRun:
     ids = [f"member{i}" for i in range(members)]
     participants = [
         Agent(client=suite.model, instructions=INSTRUCTIONS, name=name, description=name)
@@ -136,10 +136,10 @@ async def magentic(suite: MafSuite, members: int, rounds: int) -> TeamRun:
             await prepare()
         return await _consume(built.pop(), "manager")
 
-    return TeamRun(PreparedRun(prepare, run), lambda: suite.model.largest_input)
+    return PatternRun(PreparedRun(prepare, run), lambda: suite.model.largest_input)
 
 
-async def vote(suite: MafSuite, voters: int) -> TeamRun:
+async def vote(suite: MafSuite, voters: int) -> PatternRun:
     participants = [
         Agent(client=suite.model, instructions=INSTRUCTIONS, name=f"voter{i}")
         for i in range(voters)
@@ -153,7 +153,7 @@ async def vote(suite: MafSuite, voters: int) -> TeamRun:
     workflow = ConcurrentBuilder(name="panel", participants=participants, output_from="all")
     agent = workflow.with_aggregator(tally).build().as_agent(name="panel")
 
-    return TeamRun(lambda: _consume(agent, "panel"), lambda: suite.model.largest_input)
+    return PatternRun(lambda: _consume(agent, "panel"), lambda: suite.model.largest_input)
 
 
 __all__ = ["magentic", "vote"]

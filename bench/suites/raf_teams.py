@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from bench.patterns import PatternRun
 from bench.suites.base import INSTRUCTIONS, PROMPT, TOKEN, Outcome
 from bench.suites.raf_suite import RafSuite, ZeroLatencyProvider
-from bench.teams import TeamRun
 from raf import MagenticBuilder, ReactAgent, Session, VoteBuilder, unanimous
 from raf.agent import IAgent
 from raf.builders.magentic_manager import FINAL_ANSWER, PROGRESS_LEDGER
@@ -70,23 +70,23 @@ async def _consume(agent: IAgent) -> Outcome:
     return Outcome(tokens, sum(1 for m in messages if m.role == "assistant" and m.text == TOKEN))
 
 
-async def magentic(suite: RafSuite, members: int, rounds: int) -> TeamRun:
+async def magentic(suite: RafSuite, members: int, rounds: int) -> PatternRun:
     ids = [f"member{i}" for i in range(members)]
     builder = MagenticBuilder(ManagerModel(ids, rounds), id="team")
     for member in ids:
         builder.add_agent(ReactAgent(member, suite.model, INSTRUCTIONS))
     team = builder.with_limits(max_rounds=rounds + 1).build().as_agent()
     model = suite.model
-    return TeamRun(lambda: _consume(team), lambda: model.largest_input)
+    return PatternRun(lambda: _consume(team), lambda: model.largest_input)
 
 
-async def vote(suite: RafSuite, voters: int) -> TeamRun:
+async def vote(suite: RafSuite, voters: int) -> PatternRun:
     builder = VoteBuilder(id="panel").with_policy(unanimous())
     for i in range(voters):
         builder.add_agent(ReactAgent(f"voter{i}", suite.model, INSTRUCTIONS))
     panel = builder.build().as_agent()
     model = suite.model
-    return TeamRun(lambda: _consume(panel), lambda: model.largest_input)
+    return PatternRun(lambda: _consume(panel), lambda: model.largest_input)
 
 
 __all__ = ["magentic", "vote"]
