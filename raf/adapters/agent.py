@@ -27,6 +27,7 @@ from raf.adapters.thread import AdapterFn, RoleFn, ThreadContext, thread_message
 from raf.agent import IAgent, invoke_agent
 from raf.messages import ChatMessage
 from raf.providers.base import LlmProvider
+from raf.providers.seat import attributed
 from raf.session import Session
 from raf.updates import AgentResponse
 
@@ -75,7 +76,7 @@ def agent_to_adapter(agent: IAgent, extract_provider: LlmProvider) -> AdapterFn:
 
 def _answer_text(response: AgentResponse) -> str:
     parts = [
-        f"[{m.author}] {m.text}" if m.author else m.text
+        attributed(m.author, m.text) if m.author else m.text
         for m in response.messages
         if m.role == "assistant" and m.text
     ]

@@ -28,7 +28,7 @@ from raf.agent import default_options
 from raf.errors import ToolError
 from raf.messages import ToolCallContent
 from raf.providers.base import LlmProvider
-from raf.react.loop import ReactLoop
+from raf.react.loop import OutputMode, ReactLoop
 from raf.react.resolve import RESOLVE_TOOL_NAME, resolve_definition
 from raf.run import RunContext, discard
 from raf.session import Session
@@ -37,6 +37,7 @@ from raf.tools.definition import ToolDefinition
 from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, ToolResult, log_tool_failure, rendered
 
 M = TypeVar("M", bound=BaseModel)
+
 
 ToolHandler = Callable[[str, str], Awaitable[str]]
 """`handler(name, arguments_json) -> result text`: runs the adapter's tools."""
@@ -47,16 +48,25 @@ def create_react_adapter(
     tools: Sequence[ToolDefinition],
     tool_handler: ToolHandler,
     max_rounds: int = 10,
+    *,
+    output_mode: OutputMode = "tool",
+    text_tool_calls: bool = False,
 ) -> AdapterFn:
     """An adapter whose roles run the ReAct loop and return the validated `resolve` value.
 
     The model sees `tools` plus `resolve` (parameters: the schema's JSON schema); every other
     call goes to `tool_handler(name, arguments_json)` once its arguments are a JSON object. A
-    handler that raises becomes an error result for the model. No extra model call is made to
-    extract the output.
+    handler that raises becomes an error result for the model (and is logged on the `raf`
+    logger). No extra model call is made to extract the output.
+
+    With `output_mode="native"` there is no `resolve`: every call carries the schema as a
+    strict JSON-schema response format and the text answer is validated (corrected when
+    invalid). `text_tool_calls=True` takes a tool call written as JSON text as that call
+    (see `ReactAgent`).
 
     Raises:
-        ValueError: when a tool is named `resolve` or two tools share a name.
+        ValueError: when a tool is named `resolve`, two tools share a name, or the output
+            mode is unknown.
     """
     names = [d.name for d in tools]
     if RESOLVE_TOOL_NAME in names:
@@ -65,6 +75,8 @@ def create_react_adapter(
         raise ValueError(f"tool names must be unique, got {names}")
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, not {max_rounds}")
+    if output_mode not in ("tool", "native"):
+        raise ValueError(f"output_mode must be 'tool' or 'native', not {output_mode!r}")
     definitions = tuple(tools)
 
     async def dispatch(call: ToolCallContent, ctx: RunContext) -> ToolResult:
@@ -74,11 +86,15 @@ def create_react_adapter(
         loop = ReactLoop(
             provider=provider,
             instructions=prompt,
-            tools=(*definitions, resolve_definition(schema)),
+            tools=definitions
+            if output_mode == "native"
+            else (*definitions, resolve_definition(schema)),
             dispatch=dispatch,
             output_schema=schema,
             max_rounds=max_rounds,
             label=f"the {schema.__name__} role",
+            output_mode=output_mode,
+            text_tool_calls=text_tool_calls,
         )
 
         async def role(thread: ThreadContext) -> M:

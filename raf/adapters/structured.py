@@ -10,7 +10,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -19,21 +18,17 @@ from pydantic import BaseModel, ValidationError
 from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage
 from raf.providers.base import Completion, LlmProvider, ProviderEvent
+from raf.providers.seat import seen_by
+from raf.react.native import json_answer
+from raf.react.native import response_format as _response_format
 from raf.tools.arguments import describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
-_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-
 
 def response_format(schema: type[BaseModel]) -> dict[str, Any]:
     """The chat-completions `json_schema` response format for `schema` (not strict)."""
-    name = _NAME_CHARS.sub("_", schema.__name__)[:64] or "output"
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": name, "schema": schema.model_json_schema(), "strict": False},
-    }
+    return _response_format(schema)
 
 
 async def structured_call(
@@ -43,10 +38,13 @@ async def structured_call(
     format: dict[str, Any] | None = None,
     *,
     on_event: Callable[[ProviderEvent], Awaitable[None]] | None = None,
+    seat: str | None = None,
 ) -> M:
     """Make one model call with `schema`'s response format and validate the answer.
 
     `on_event` sees every provider event as it arrives (to stream reasoning, count usage).
+    The model sees `messages` from `seat` (see `raf.providers.seat`): with no seat, every
+    agent's message is another's, shown as a user message naming its author.
 
     Raises:
         SchemaValidationError: when the answer is not JSON matching `schema`.
@@ -54,7 +52,7 @@ async def structured_call(
     """
     text = ""
     fmt = format if format is not None else response_format(schema)
-    async with provider.stream(messages, response_format=fmt) as events:
+    async with provider.stream(seen_by(seat, messages), response_format=fmt) as events:
         async for event in events:
             if on_event is not None:
                 await on_event(event)
@@ -83,5 +81,4 @@ def validate_json(text: str, schema: type[M]) -> M:
         >>> validate_json('{"ok": true}', Verdict)
         Verdict(ok=True)
     """
-    fenced = _FENCE.match(text)
-    return schema.model_validate_json(fenced.group(1) if fenced else text)
+    return schema.model_validate_json(json_answer(text))

@@ -16,8 +16,8 @@ from raf.messages import (
     ToolResultContent,
 )
 
-# OpenAI accepts a participant `name` only in this shape; other authors are left out.
-_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# OpenAI accepts a participant `name` of 1 to 64 of these characters; others become `_`.
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def to_chat_completions(messages: Iterable[ChatMessage]) -> list[ChatCompletionMessageParam]:
@@ -52,8 +52,8 @@ def _has_text_or_calls(message: ChatMessage) -> bool:
 def _plain_message(message: ChatMessage) -> dict[str, Any]:
     entry: dict[str, Any] = {"role": message.role}
     text = message.text
-    if message.author is not None and _NAME_PATTERN.match(message.author):
-        entry["name"] = message.author
+    if message.author:
+        entry["name"] = participant_name(message.author)
     if message.role == "assistant":
         calls = message.tool_calls
         if calls:
@@ -69,6 +69,16 @@ def _plain_message(message: ChatMessage) -> dict[str, Any]:
             return entry
     entry["content"] = text
     return entry
+
+
+def participant_name(author: str) -> str:
+    """`author` as a chat participant `name` the OpenAI API accepts.
+
+    Example:
+        >>> participant_name("team lead")
+        'team_lead'
+    """
+    return _NAME_UNSAFE.sub("_", author)[:64]
 
 
 def from_chat_completions(messages: Sequence[Mapping[str, Any]]) -> list[ChatMessage]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from raf.messages import ToolCallContent
+from raf.providers._unicode import valid_unicode
 from raf.providers.base import (
     Completion,
     ProviderEvent,
@@ -81,10 +82,12 @@ class ChunkAssembler:
             "",
         )
         if reasoning:
+            reasoning = valid_unicode(reasoning)
             self.reasoning.append(reasoning)
             events.append(ReasoningChunk(reasoning))
         for piece in (delta.get("content"), delta.get("refusal")):
             if isinstance(piece, str) and piece:
+                piece = valid_unicode(piece)
                 self.text.append(piece)
                 events.append(TextChunk(piece))
         for call_delta in _list(delta.get("tool_calls")):
@@ -97,16 +100,16 @@ class ChunkAssembler:
             raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
         )
         raw_id = delta.get("id")
-        call_id = raw_id if isinstance(raw_id, str) and raw_id else None
+        call_id = valid_unicode(raw_id) if isinstance(raw_id, str) and raw_id else None
         call = self._call_for(index, call_id)
         if call_id is not None and call.call_id is None:
             call.call_id = call_id
         function = _object(delta.get("function"))
         name = function.get("name")
         if isinstance(name, str) and name and call.name is None:
-            call.name = name
+            call.name = valid_unicode(name)
         piece = function.get("arguments")
-        piece = piece if isinstance(piece, str) else ""
+        piece = valid_unicode(piece) if isinstance(piece, str) else ""
         if piece:
             call.arguments.append(piece)
         if not call.started and call.name is not None:

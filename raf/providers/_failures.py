@@ -53,6 +53,12 @@ def classify(exc: Exception) -> Failure | None:
     return None
 
 
+def describe(failure: Failure) -> str:
+    """A short account of a failed attempt: `HTTP 503: overloaded`, `a timeout: ...`."""
+    what = f"HTTP {failure.status}" if failure.status is not None else _kind(failure.error)
+    return f"{what}: {_detail(failure.error)}"
+
+
 def call_failed(model: str, failure: Failure, attempts: int, base_url: str) -> ProviderError:
     """The error for a call that failed before any output, after `attempts` attempts."""
     status = failure.status

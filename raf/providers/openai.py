@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
@@ -26,16 +27,26 @@ from openai.types.chat import (
     completion_create_params,
 )
 
+from raf.errors import ProviderError
 from raf.messages import ChatMessage
 from raf.providers._chat_format import to_chat_completions
 from raf.providers._event_stream import EventStream
-from raf.providers._failures import Failure, call_failed, classify
+from raf.providers._failures import Failure, call_failed, classify, describe
+from raf.providers._schema_fallback import (
+    JSON_OBJECT,
+    REFUSAL_STATUSES,
+    in_json_mode,
+    is_json_schema,
+    refused,
+)
 from raf.providers._sse import SseReader
 from raf.providers.base import ProviderEvent
 from raf.providers.retry import RetryPolicy
 from raf.tools.definition import ToolDefinition
 
 __all__ = ["OpenAIProvider", "create_client"]
+
+_log = logging.getLogger("raf")
 
 _RESERVED = frozenset(
     {"model", "messages", "stream", "stream_options", "tools", "response_format", "timeout"}
@@ -61,8 +72,11 @@ class OpenAIProvider:
     """An `LlmProvider` calling `client.chat.completions.create(stream=True)`.
 
     Transient failures (HTTP 408, 429 and 5xx, connection errors, timeouts) before the first
-    event is yielded are retried per `retry`, honouring `Retry-After`; other failures, and
-    any failure once output streamed, raise `ProviderError` with the cause as `__cause__`.
+    event is yielded are retried per `retry`, honouring `Retry-After`, and logged on the `raf`
+    logger; other failures, and any failure once output streamed, raise `ProviderError` with
+    the cause as `__cause__`. A server that refuses a `json_schema` response format is asked
+    again in JSON mode (`json_object`, the schema written into the system message), and is
+    asked that way from then on.
 
     Args:
         client: the client to call; not closed by the provider.
@@ -106,6 +120,7 @@ class OpenAIProvider:
         self._retry = retry or RetryPolicy()
         self._timeout = timeout
         self._defaults = dict(defaults)
+        self._json_schema_refused = False
 
     @property
     def model(self) -> str:
@@ -130,8 +145,31 @@ class OpenAIProvider:
         Raises:
             ProviderError: the call failed after retries, or the stream broke.
         """
+        if self._json_schema_refused and is_json_schema(response_format):
+            assert response_format is not None
+            messages, response_format = in_json_mode(messages, response_format), JSON_OBJECT
         open_once = partial(self._attempt, messages, tools, response_format)
-        reader, attempts = await self._connect(open_once)
+        try:
+            reader, attempts = await self._connect(open_once)
+        except ProviderError as exc:
+            if not is_json_schema(response_format) or exc.status not in REFUSAL_STATUSES:
+                raise
+            assert response_format is not None
+            _log.warning(
+                "model %r refused response_format json_schema (%s); asking in JSON mode",
+                self._model,
+                exc,
+            )
+            open_once = partial(
+                self._attempt, in_json_mode(messages, response_format), tools, JSON_OBJECT
+            )
+            try:
+                reader, attempts = await self._connect(open_once)
+            except ProviderError as second:
+                if second.status not in REFUSAL_STATUSES:
+                    raise
+                raise refused(self._model, str(self._client.base_url), second) from second
+            self._json_schema_refused = True
         events = EventStream(self._model, reader, attempts, partial(self._connect, open_once))
         try:
             yield events
@@ -154,7 +192,16 @@ class OpenAIProvider:
                 if not failure.transient or attempts >= self._retry.max_attempts:
                     base_url = str(self._client.base_url)
                     raise call_failed(self._model, failure, attempts, base_url) from failure.error
-                await anyio.sleep(self._retry.delay(attempts, retry_after=failure.retry_after))
+                wait = self._retry.delay(attempts, retry_after=failure.retry_after)
+                _log.warning(
+                    "model %r: attempt %d of %d failed (%s); retrying in %.2f s",
+                    self._model,
+                    attempts,
+                    self._retry.max_attempts,
+                    describe(failure),
+                    wait,
+                )
+                await anyio.sleep(wait)
             attempts += 1
             try:
                 return await open_once(), attempts

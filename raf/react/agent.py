@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, cast, get_args
 
 from pydantic import BaseModel
 
@@ -29,7 +29,7 @@ from raf.errors import AgentError
 from raf.messages import ChatMessage, ToolCallContent
 from raf.providers.base import LlmProvider
 from raf.react.exits import ExitTool
-from raf.react.loop import ReactLoop
+from raf.react.loop import OutputMode, ReactLoop
 from raf.react.resolve import RESOLVE_TOOL_NAME, resolve_definition
 from raf.run import RunContext
 from raf.tools.tool import Tool, ToolResult, as_tool
@@ -41,7 +41,14 @@ class ReactAgent(BaseAgent):
 
     With `output_schema` the model must finish by calling the `resolve` tool with arguments
     matching the schema; the response's `value` is then the validated model instance and its
-    last message is the value as JSON. Holds no run state: history lives in sessions.
+    last message is the value as JSON. With `output_mode="native"` the model answers in JSON
+    text instead, constrained by a strict JSON-schema response format on every call (for
+    servers whose models cannot call tools reliably; see docs/local-models.md). Holds no run
+    state: history lives in sessions.
+
+    The model sees the conversation from this agent's seat: only this agent's own earlier
+    messages are `assistant` messages; other agents' messages come as user messages naming
+    their authors (see `raf.providers.seat`).
 
     Args:
         id: the agent id.
@@ -52,10 +59,17 @@ class ReactAgent(BaseAgent):
         max_rounds: model calls per run (`RunOptions.max_rounds` overrides it).
         description: what the agent does, for people and routing models.
         name: a display name (the id by default).
+        output_mode: `"tool"` (submit through `resolve`) or `"native"` (a JSON text answer
+            under a strict JSON-schema response format); needs `output_schema` when native.
+        text_tool_calls: take an answer that is only a tool call written as JSON text
+            (bare, in a ```json fence or in `<tool_call>` tags) as that tool call.
 
     Raises:
+        TypeError: when an argument has the wrong type (a model name where the provider
+            belongs, a single tool instead of a sequence, a schema that is not a pydantic
+            model class, instructions that are not a str).
         ValueError: on duplicate tool names, a tool named `resolve` next to an output
-            schema, or `max_rounds` below 1.
+            schema, `max_rounds` below 1, or an unknown or schema-less `output_mode`.
     """
 
     kind: ClassVar[str] = "react"
@@ -71,10 +85,11 @@ class ReactAgent(BaseAgent):
         description: str = "",
         *,
         name: str | None = None,
+        output_mode: OutputMode = "tool",
+        text_tool_calls: bool = False,
     ) -> None:
         super().__init__(id, name=name, description=description)
-        if max_rounds < 1:
-            raise ValueError(f"ReactAgent {id!r}: max_rounds must be at least 1, not {max_rounds}")
+        _check_arguments(id, provider, instructions, tools, output_schema, max_rounds, output_mode)
         self._tools: dict[str, Tool] = {}
         for item in tools:
             wrapped = as_tool(item)
@@ -85,7 +100,7 @@ class ReactAgent(BaseAgent):
                 )
             self._tools[wrapped.name] = wrapped
         definitions = tuple(t.definition for t in self._tools.values())
-        if output_schema is not None:
+        if output_schema is not None and output_mode == "tool":
             if RESOLVE_TOOL_NAME in self._tools:
                 raise ValueError(
                     f"ReactAgent {id!r}: the tool name {RESOLVE_TOOL_NAME!r} is reserved for "
@@ -101,6 +116,8 @@ class ReactAgent(BaseAgent):
             max_rounds=max_rounds,
             author=id,
             label=f"ReactAgent {id!r}",
+            output_mode=output_mode,
+            text_tool_calls=text_tool_calls,
         )
 
     @property
@@ -128,10 +145,15 @@ class ReactAgent(BaseAgent):
         """The structured output type, if any."""
         return self._loop.output_schema
 
+    @property
+    def output_mode(self) -> OutputMode:
+        """How the structured output is submitted: `"tool"` (resolve) or `"native"`."""
+        return self._loop.output_mode
+
     def output_schema(self) -> dict[str, Any] | None:
         """JSON schema of the structured value, if the agent has an output schema."""
-        definition = self._loop.tools[-1] if self._loop.output_schema is not None else None
-        return copy.deepcopy(definition.parameters) if definition is not None else None
+        schema = self._loop.output_schema
+        return schema.model_json_schema() if schema is not None else None
 
     def with_exits(self, exits: Sequence[ExitTool]) -> ReactAgent:
         """A view of this agent that also offers `exits`, tools whose call ends its loop.
@@ -164,8 +186,8 @@ class ReactAgent(BaseAgent):
                 f"ReactAgent {self.id!r} already has tools named {clashes}; "
                 "rename them with @tool(name=...)"
             )
-        # `resolve` stays the last definition (output_schema() reads it there).
-        split = len(loop.tools) - (loop.output_schema is not None)
+        # `resolve`, when there is one, stays the last definition.
+        split = len(loop.tools) - (RESOLVE_TOOL_NAME in {d.name for d in loop.tools[-1:]})
         definitions = (*loop.tools[:split], *(e.definition for e in exits), *loop.tools[split:])
         view = copy.copy(self)
         view._default_session = Session()  # a view run on its own keeps its own conversation
@@ -182,3 +204,62 @@ class ReactAgent(BaseAgent):
 
     async def _dispatch(self, call: ToolCallContent, ctx: RunContext) -> ToolResult:
         return await self._tools[call.name].call(call.arguments, ctx)
+
+
+def _check_arguments(
+    id: str,
+    provider: object,
+    instructions: object,
+    tools: object,
+    output_schema: object,
+    max_rounds: object,
+    output_mode: object,
+) -> None:
+    """Fail at construction, saying what to pass, rather than deep inside the first run."""
+    who = f"ReactAgent {id!r}"
+    if isinstance(provider, str):
+        raise TypeError(
+            f"{who}: provider must be an LlmProvider, not the str {provider!r}; for a model "
+            f'name pass OpenAIProvider(client, "{provider}") with client = '
+            "raf.create_client() (or an openai.AsyncOpenAI)"
+        )
+    if not isinstance(provider, LlmProvider):
+        raise TypeError(
+            f"{who}: provider must be an LlmProvider (a .model and a .stream(...)), got "
+            f'{type(provider).__name__}; pass OpenAIProvider(client, "gpt-4o-mini") or a '
+            "raf.testing.ScriptedProvider"
+        )
+    if not isinstance(instructions, str):
+        raise TypeError(
+            f"{who}: instructions must be a str (the system message), got "
+            f"{type(instructions).__name__}"
+        )
+    if isinstance(tools, Tool) or callable(tools):
+        raise TypeError(f"{who}: tools must be a sequence of tools; pass tools=[{_name(tools)}]")
+    if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
+        raise TypeError(
+            f"{who}: tools must be a sequence (a list or tuple) of tools, got "
+            f"{type(cast(object, tools)).__name__}"
+        )
+    if output_schema is not None and not (
+        isinstance(output_schema, type) and issubclass(output_schema, BaseModel)
+    ):
+        raise TypeError(
+            f"{who}: output_schema must be a pydantic model class (class Answer(BaseModel): "
+            f"...), got {_name(cast(object, output_schema))}"
+        )
+    if not isinstance(max_rounds, int) or isinstance(max_rounds, bool) or max_rounds < 1:
+        raise ValueError(f"{who}: max_rounds must be an int of at least 1, not {max_rounds!r}")
+    if output_mode not in get_args(OutputMode):
+        raise ValueError(f"{who}: output_mode must be 'tool' or 'native', not {output_mode!r}")
+    if output_mode == "native" and output_schema is None:
+        raise ValueError(
+            f"{who}: output_mode='native' constrains the answer to output_schema; "
+            "pass output_schema=YourModel too"
+        )
+
+
+def _name(value: object) -> str:
+    """How to write `value` in a message: a class or function by its name, else its repr."""
+    name = getattr(value, "__name__", None) or getattr(value, "name", None)
+    return name if isinstance(name, str) else repr(value)

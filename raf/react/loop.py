@@ -23,8 +23,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel
@@ -40,8 +40,11 @@ from raf.providers.base import (
     ToolCallStarted,
     UsageReport,
 )
+from raf.providers.seat import seen_by
 from raf.react.exits import ExitTool, second_exit
+from raf.react.native import check_answer, native_format
 from raf.react.resolve import DUPLICATE, RESOLVE_TOOL_NAME, check_resolve, correction_message
+from raf.react.text_calls import HeldText, parse_text_calls
 from raf.run import RunContext
 from raf.tools.definition import ToolDefinition
 from raf.tools.tool import ToolResult
@@ -60,6 +63,9 @@ from raf.updates import (
 Dispatch = Callable[[ToolCallContent, RunContext], Awaitable[ToolResult]]
 """Runs one call of a known tool; turns every failure into an error `ToolResult`."""
 
+OutputMode = Literal["tool", "native"]
+"""How structured output is submitted: the `resolve` tool, or a JSON-schema text answer."""
+
 
 @dataclass(frozen=True, slots=True)
 class ReactLoop:
@@ -70,26 +76,37 @@ class ReactLoop:
     instructions: str
     """The system message put before the conversation (none when empty)."""
     tools: tuple[ToolDefinition, ...]
-    """Every tool the model sees, `resolve` included when there is a schema."""
+    """Every tool the model sees, `resolve` included when the schema is submitted through it."""
     dispatch: Dispatch
     """Runs calls of the tools in `tools` (except `resolve`)."""
     output_schema: type[BaseModel] | None = None
-    """The structured output the model must submit through `resolve`."""
+    """The structured output the model must submit."""
     max_rounds: int = 10
     """Model calls per run, unless `RunOptions.max_rounds` says otherwise."""
     author: str | None = None
-    """The author of the assistant and tool messages the loop adds."""
+    """The author of the assistant and tool messages the loop adds: the agent's id, the seat
+    from which it sees the conversation."""
     label: str = "the ReAct loop"
     """Who runs the loop, for error messages."""
     exits: tuple[ExitTool, ...] = ()
     """Tools whose call ends the loop after its round (their definitions are in `tools`)."""
+    output_mode: OutputMode = "tool"
+    """`tool`: the model submits the output by calling `resolve` (which must be in `tools`);
+    `native`: every call carries a strict JSON-schema response format and the text answer is
+    the output."""
+    text_tool_calls: bool = False
+    """Take an answer that is only a JSON tool call written as text as that tool call."""
     _names: frozenset[str] = field(init=False, repr=False)
     _exits: dict[str, ExitTool] = field(init=False, repr=False)
     _system: tuple[ChatMessage, ...] = field(init=False, repr=False)
+    _format: dict[str, Any] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_names", frozenset(d.name for d in self.tools))
         object.__setattr__(self, "_exits", {e.name: e for e in self.exits})
+        schema = self.output_schema
+        fmt = native_format(schema) if schema is not None and self.output_mode == "native" else None
+        object.__setattr__(self, "_format", fmt)
         # Built once: messages are frozen, so every run can share it.
         system = (ChatMessage.system(self.instructions),) if self.instructions else ()
         object.__setattr__(self, "_system", system)
@@ -102,7 +119,8 @@ class ReactLoop:
             BudgetExceeded: when the run's budget of rounds or tokens is crossed.
             ProviderError: when the model fails.
         """
-        conversation: list[ChatMessage] = [*self._system, *messages]
+        # The conversation from this agent's seat; what the loop appends is its own.
+        conversation = seen_by(self.author, [*self._system, *messages])
         added: list[ChatMessage] = []
         tokens_in = tokens_out = 0
         schema = self.output_schema
@@ -122,8 +140,16 @@ class ReactLoop:
                     return AgentResponse(
                         messages=added, usage=_usage(tokens_in, tokens_out, ()), value=None
                     )
-                conversation.append(correction_message())
-                continue
+                if self._format is None:
+                    conversation.append(correction_message())
+                    continue
+                value, correction = check_answer(schema, completion.text)
+                if correction is not None:
+                    conversation.append(correction)
+                    continue
+                return AgentResponse(
+                    messages=added, usage=_usage(tokens_in, tokens_out, ()), value=value
+                )
             results, resolved, value, exited = await self._run_calls(completion.tool_calls, ctx)
             conversation.extend(results)
             added.extend(results)
@@ -157,10 +183,14 @@ class ReactLoop:
         completion: Completion | None = None
         reported: Usage | None = None
         started: set[str] = set()
-        async with self.provider.stream(conversation, tools=self.tools) as events:
+        held = HeldText() if self.text_tool_calls else None
+        stream = self.provider.stream(conversation, tools=self.tools, response_format=self._format)
+        async with stream as events:
             async for event in events:
                 if isinstance(event, TextChunk):
-                    await emit(TextDelta(text=event.text, path=path))
+                    text = event.text if held is None else held.feed(event.text)
+                    if text:
+                        await emit(TextDelta(text=text, path=path))
                 elif isinstance(event, ToolCallDelta):
                     await emit(ToolCallArgs(call_id=event.call_id, delta=event.delta, path=path))
                 elif isinstance(event, ReasoningChunk):
@@ -184,6 +214,16 @@ class ReactLoop:
             reported = _usage(completion.input_tokens, completion.output_tokens, path)
             if reported.total_tokens:
                 await emit(reported)
+        if held is not None:
+            rest = held.release()
+            calls = None
+            if rest and not completion.tool_calls:
+                prefix = f"text_call_{len(conversation)}"
+                calls = parse_text_calls(completion.text, self._names, prefix)
+            if calls:
+                completion = replace(completion, text="", tool_calls=calls)
+            elif rest:
+                await emit(TextDelta(text=rest, path=path))
         for call in completion.tool_calls:
             call_id = call.call_id
             if call_id not in started:
@@ -209,7 +249,7 @@ class ReactLoop:
         value: Any = None
         schema = self.output_schema
         for index, call in enumerate(calls):
-            if schema is not None and call.name == RESOLVE_TOOL_NAME:
+            if schema is not None and self._format is None and call.name == RESOLVE_TOOL_NAME:
                 if resolved:
                     result = DUPLICATE
                 else:

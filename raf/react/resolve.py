@@ -53,21 +53,25 @@ def resolve_definition(schema: type[BaseModel]) -> ToolDefinition:
 
 def check_resolve(schema: type[BaseModel], arguments: str) -> tuple[Any, ToolResult]:
     """Validate resolve `arguments` against `schema`: (the value, or None; the tool result)."""
-    try:
-        value = schema.model_validate_json(arguments or "{}")
-    except ValidationError as exc:
+    value, problem = validate_output(schema, arguments or "{}")
+    if value is None:
         return None, ToolResult(
-            f"invalid arguments for tool {RESOLVE_TOOL_NAME!r}: "
-            f"{describe_validation_error(exc)}. Fix them and call {RESOLVE_TOOL_NAME} again.",
-            is_error=True,
-        )
-    if not _survives_json(schema, value):
-        return None, ToolResult(
-            f"invalid arguments for tool {RESOLVE_TOOL_NAME!r}: Infinity and NaN are not JSON "
-            f"numbers. Use finite numbers and call {RESOLVE_TOOL_NAME} again.",
+            f"invalid arguments for tool {RESOLVE_TOOL_NAME!r}: {problem}. "
+            f"Fix them and call {RESOLVE_TOOL_NAME} again.",
             is_error=True,
         )
     return value, ACCEPTED
+
+
+def validate_output(schema: type[BaseModel], json_text: str) -> tuple[Any, str]:
+    """Validate structured output: (the value, ""), or (None, what is wrong with it)."""
+    try:
+        value = schema.model_validate_json(json_text)
+    except ValidationError as exc:
+        return None, describe_validation_error(exc)
+    if not _survives_json(schema, value):
+        return None, "Infinity and NaN are not JSON numbers; use finite numbers"
+    return value, ""
 
 
 def _survives_json(schema: type[BaseModel], value: BaseModel) -> bool:

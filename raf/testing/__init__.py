@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from raf._lazy import lazy_exports
 from raf.errors import ScriptExhausted as ScriptExhausted
+from raf.testing.quirks import Quirks as Quirks
 from raf.testing.script import Turn as Turn
 from raf.testing.script import error as error
 from raf.testing.script import resolve as resolve
@@ -43,6 +44,7 @@ _LAZY: dict[str, str] = {
 __getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 __all__ = [
+    "Quirks",
     "Recording",
     "ScriptedProvider",
     "ScriptedOpenAIServer",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import Any
 
+from raf.testing.quirks import TextToolCalls
 from raf.testing.script import Turn, split
 
 JsonObject = dict[str, Any]
@@ -22,6 +24,10 @@ class Reply:
     """The id of each of the turn's tool calls, in order."""
     usage: tuple[int, int]
     """(prompt, completion) tokens."""
+    repeat_tool_name: bool = False
+    """Send a tool call's name with every one of its deltas."""
+    omit_finish_reason: bool = False
+    """Close the stream without a finish reason."""
 
     @property
     def finish_reason(self) -> str:
@@ -56,15 +62,18 @@ class Reply:
                 "function": {"name": call.name, "arguments": ""},
             }
             chunks.append(self._chunk({"tool_calls": [opening]}))
+            named = {"name": call.name} if self.repeat_tool_name else {}
             chunks += [
-                self._chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+                self._chunk(
+                    {"tool_calls": [{"index": index, "function": {**named, "arguments": piece}}]}
+                )
                 for piece in split(call.arguments, turn.chunk_size or 16)
             ]
         return chunks
 
     def closing_chunks(self, *, include_usage: bool) -> list[JsonObject]:
         """The final chunk with the finish reason, and the usage chunk when asked for."""
-        chunks = [self._chunk({}, self.finish_reason)]
+        chunks = [self._chunk({}, None if self.omit_finish_reason else self.finish_reason)]
         if include_usage:
             chunks.append(
                 {
@@ -116,6 +125,26 @@ class Reply:
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
         }
+
+
+def calls_as_text(turn: Turn, style: TextToolCalls) -> Turn:
+    """`turn` with its tool calls written into its text, as a model without tool calling does."""
+    if not turn.calls:
+        return turn
+    written: list[str] = []
+    for call in turn.calls:
+        try:
+            arguments: Any = json.loads(call.arguments)
+        except ValueError:
+            arguments = call.arguments
+        body = json.dumps({"name": call.name, "arguments": arguments})
+        if style == "fence":
+            body = f"```json\n{body}\n```"
+        elif style == "tags":
+            body = f"<tool_call>\n{body}\n</tool_call>"
+        written.append(body)
+    text = "\n".join([turn.text, *written] if turn.text else written)
+    return replace(turn, kind="text", text=text, calls=())
 
 
 def error_body(status: int, message: str, *, code: str | None = None) -> JsonObject:

@@ -22,6 +22,7 @@ import anyio
 
 from raf.errors import ProviderError
 from raf.messages import ChatMessage, ToolCallContent
+from raf.providers._unicode import valid_unicode
 from raf.providers.base import (
     Completion,
     ProviderEvent,
@@ -100,22 +101,26 @@ class ScriptedProvider:
     async def _events(
         self, turn: Turn, messages: list[ChatMessage]
     ) -> AsyncGenerator[ProviderEvent]:
-        for piece in split(turn.reasoning or "", turn.chunk_size):
+        # What reaches raf is valid Unicode, as from OpenAIProvider.
+        text = valid_unicode(turn.text)
+        reasoning = valid_unicode(turn.reasoning or "")
+        for piece in split(reasoning, turn.chunk_size):
             yield ReasoningChunk(piece)
-        for piece in split(turn.text, turn.chunk_size):
+        for piece in split(text, turn.chunk_size):
             yield TextChunk(piece)
         calls: list[ToolCallContent] = []
         for call in turn.calls:
             call_id = call.call_id or f"call_{next(self._ids)}"
+            arguments = valid_unicode(call.arguments)
             yield ToolCallStarted(call_id, call.name)
-            for piece in split(call.arguments, turn.chunk_size or 16):
+            for piece in split(arguments, turn.chunk_size or 16):
                 yield ToolCallDelta(call_id, piece)
-            calls.append(ToolCallContent(call_id=call_id, name=call.name, arguments=call.arguments))
+            calls.append(ToolCallContent(call_id=call_id, name=call.name, arguments=arguments))
         tokens_in, tokens_out = turn_usage(turn, messages)
         yield UsageReport(tokens_in, tokens_out)
         yield Completion(
-            text=turn.text,
-            reasoning=turn.reasoning or "",
+            text=text,
+            reasoning=reasoning,
             tool_calls=calls,
             input_tokens=tokens_in,
             output_tokens=tokens_out,

@@ -22,7 +22,7 @@ import itertools
 import json
 import time
 from contextlib import AsyncExitStack, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -43,7 +43,8 @@ from raf.testing._http import (
     send_json,
     start_event_stream,
 )
-from raf.testing._wire import Reply, error_body
+from raf.testing._wire import Reply, calls_as_text, error_body
+from raf.testing.quirks import Quirks
 from raf.testing.script import Script, Turn, TurnPicker, turn_usage
 from raf.tools.definition import ToolDefinition
 
@@ -85,6 +86,8 @@ class ScriptedOpenAIServer:
         script: turns played in order, or a function `(messages) -> Turn` called per call.
         model: the model name the answers carry.
         chunk_delay: seconds to wait between streamed chunks (a slow model).
+        quirks: behaviours of other OpenAI-compatible servers to imitate (`Quirks`):
+            continuing a trailing assistant message, tool calls written as text, and more.
 
     Attributes:
         requests: every chat call received, in order.
@@ -100,10 +103,16 @@ class ScriptedOpenAIServer:
     """
 
     def __init__(
-        self, script: Script, *, model: str = "scripted", chunk_delay: float = 0.0
+        self,
+        script: Script,
+        *,
+        model: str = "scripted",
+        chunk_delay: float = 0.0,
+        quirks: Quirks | None = None,
     ) -> None:
         if chunk_delay < 0:
             raise ValueError(f"chunk_delay must not be negative, got {chunk_delay}")
+        self._quirks = quirks or Quirks()
         self._picker = TurnPicker(script)
         self._model = model
         self._chunk_delay = chunk_delay
@@ -206,13 +215,32 @@ class ScriptedOpenAIServer:
             await send_json(stream, 400, error_body(400, f"invalid request body: {exc}"))
             return True
         self.requests.append(recorded)
+        refused = self._refused_format(recorded)
+        if refused is not None:
+            message = f"response_format type {refused!r} is not supported by this server"
+            await send_json(stream, 400, error_body(400, message))
+            return True
         try:
-            turn = self._picker.next(recorded.messages)
+            turn = self._quirky(self._picker.next(recorded.messages), recorded)
         except Exception as exc:
             self._failures.append(exc)
             await send_json(stream, 400, error_body(400, str(exc), code="script_failed"))
             return True
         return await self._answer_watched(stream, reader, turn, recorded)
+
+    def _refused_format(self, request: ServerRequest) -> str | None:
+        kind = (request.response_format or {}).get("type")
+        return kind if kind in self._quirks.refused_response_formats else None
+
+    def _quirky(self, turn: Turn, request: ServerRequest) -> Turn:
+        """The turn as a server with these quirks would answer it."""
+        quirks = self._quirks
+        if quirks.tool_calls_as_text is not None:
+            turn = calls_as_text(turn, quirks.tool_calls_as_text)
+        last = request.messages[-1] if request.messages else None
+        if quirks.prefill and turn.kind == "text" and last is not None and last.role == "assistant":
+            turn = replace(turn, text=last.text + turn.text)
+        return turn
 
     async def _answer_watched(
         self,
@@ -249,6 +277,8 @@ class ScriptedOpenAIServer:
             created=int(time.time()),
             call_ids=tuple(c.call_id or f"call_{next(self._call_ids)}" for c in turn.calls),
             usage=turn_usage(turn, request.messages),
+            repeat_tool_name=self._quirks.repeat_tool_name,
+            omit_finish_reason=self._quirks.omit_finish_reason,
         )
         if request.body.get("stream") is not True:
             return await _send_completion(stream, reply)

@@ -43,7 +43,7 @@ async def test_runs_the_agent_then_extracts_in_one_call() -> None:
     assert extractor.calls == 1
     request = extractor.requests[0]
     assert request.messages[0] == ChatMessage.system(EXTRACT_INSTRUCTIONS)
-    assert "[estimator] Three rooms take about four days." in request.messages[1].text
+    assert "[estimator]\nThree rooms take about four days." in request.messages[1].text
     assert request.response_format is not None
     assert request.response_format["json_schema"]["schema"] == Estimate.model_json_schema()
 

@@ -55,8 +55,8 @@ def test_conversation_to_chat_completions() -> None:
         },
         {"role": "tool", "tool_call_id": "c1", "content": "3"},
         {"role": "tool", "tool_call_id": "c2", "content": "boom"},
-        # "team lead" has a space: not a valid participant name, so it is left out.
-        {"role": "assistant", "content": "It is 3."},
+        # "team lead" has a space, which a participant name may not: it becomes "_".
+        {"role": "assistant", "name": "team_lead", "content": "It is 3."},
     ]
 
 

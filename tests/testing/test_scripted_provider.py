@@ -147,6 +147,7 @@ async def test_leaving_early_closes_the_stream() -> None:
 def test_testing_exports_are_importable_and_documented() -> None:
     assert raf.testing.__doc__ and "Example" in raf.testing.__doc__
     assert set(raf.testing.__all__) == {
+        "Quirks",
         "Recording",
         "ScriptedProvider",
         "ScriptedOpenAIServer",

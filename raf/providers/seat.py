@@ -1,0 +1,142 @@
+"""How a conversation is shown to one agent's model: from that agent's own seat.
+
+Only the agent's own earlier messages go out as `assistant` messages. Another agent's message
+becomes a `user` message naming its author (its `author`, which the chat format sends as the
+participant `name`, and a leading `[author]` line); its tool calls and their results are
+summarised in that message. The agent's instructions, with any other system text, are the one
+system message, first. A tool result whose call is not in this agent's own preceding assistant
+message (a human's typed answer to a request, say) goes out as user text, never as an orphan
+`tool` message. The session history is never changed: this is only what a request carries.
+
+Messages without an author count as the agent's own (a conversation a caller wrote by hand).
+
+Example:
+    >>> conversation = [
+    ...     ChatMessage.user("Write a haiku."),
+    ...     ChatMessage.assistant("Old pond, a frog.", author="poet"),
+    ... ]
+    >>> [(m.role, m.author, m.text) for m in seen_by("critic", conversation)]
+    [('user', None, 'Write a haiku.'), ('user', 'poet', '[poet]\\nOld pond, a frog.')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from raf.messages import ChatMessage, TextContent, ToolCallContent, ToolResultContent
+
+
+def seen_by(seat: str | None, messages: Iterable[ChatMessage]) -> list[ChatMessage]:
+    """The conversation `messages` as the model of agent `seat` is shown it.
+
+    Args:
+        seat: the id of the agent making the request (the author of its own messages), or
+            None for a call that has no messages of its own (a one-shot structured call).
+        messages: the conversation, system messages included.
+    """
+    system: list[str] = []
+    out: list[ChatMessage | _Group] = []
+    open_calls: set[str] = set()  # calls of this agent's last assistant message, unanswered
+    names: dict[str, str] = {}  # call id -> tool name, for summaries of results
+    group: _Group | None = None  # consecutive messages of one other agent
+    for message in messages:
+        role = message.role
+        if role == "system":
+            system.append(message.text)
+            continue
+        author = message.author
+        foreign = author is not None and author != seat and role in ("assistant", "tool")
+        if foreign:
+            assert author is not None
+            if group is None or group.author != author:
+                group = _Group(author)
+                out.append(group)
+            group.add(message, names)
+            open_calls = set()
+            continue
+        group = None
+        if role == "assistant":
+            calls = message.tool_calls
+            for call in calls:
+                names[call.call_id] = call.name
+            open_calls = {c.call_id for c in calls}
+            out.append(message)
+        elif role == "tool":
+            out.extend(_own_results(message, open_calls, names))
+        else:
+            open_calls = set()
+            out.append(message)
+    presented = [m.message() if isinstance(m, _Group) else m for m in out]
+    if system:
+        return [ChatMessage.system("\n\n".join(system)), *presented]
+    return presented
+
+
+def attributed(author: str, body: str) -> str:
+    """The text of a message by `author` shown to another agent: an `[author]` line, the body.
+
+    Example:
+        >>> attributed("poet", "Old pond.")
+        '[poet]\\nOld pond.'
+    """
+    return f"[{author}]\n{body}"
+
+
+def describe_call(call: ToolCallContent) -> str:
+    """One line saying that a tool was called, and with what."""
+    return f"Called tool {call.name} with {call.arguments or '{}'}"
+
+
+def describe_result(result: ToolResultContent, names: dict[str, str]) -> str:
+    """One line giving a tool's result (its name looked up by call id in `names`)."""
+    name = names.get(result.call_id)
+    what = f"Tool {name}" if name is not None else f"The result of call {result.call_id}"
+    verb = "failed" if result.is_error else "returned"
+    return f"{what} {verb}: {result.result}"
+
+
+class _Group:
+    """Consecutive messages of one other agent, summarised as one attributed user message."""
+
+    __slots__ = ("author", "lines")
+
+    def __init__(self, author: str) -> None:
+        self.author = author
+        self.lines: list[str] = []
+
+    def add(self, message: ChatMessage, names: dict[str, str]) -> None:
+        for content in message.contents:
+            if content.type == "text":
+                if content.text:
+                    self.lines.append(content.text)
+            elif content.type == "tool_call":
+                names[content.call_id] = content.name
+                self.lines.append(describe_call(content))
+            elif content.type == "tool_result":
+                self.lines.append(describe_result(content, names))
+
+    def message(self) -> ChatMessage:
+        return ChatMessage(
+            role="user",
+            contents=[TextContent(text=attributed(self.author, "\n".join(self.lines)))],
+            author=self.author,
+        )
+
+
+def _own_results(
+    message: ChatMessage, open_calls: set[str], names: dict[str, str]
+) -> Sequence[ChatMessage]:
+    """This agent's tool message: kept when it answers its own open calls, else user text."""
+    results = [c for c in message.contents if c.type == "tool_result"]
+    if results and all(r.call_id in open_calls for r in results):
+        for r in results:
+            open_calls.discard(r.call_id)
+        return (message,)
+    out: list[ChatMessage] = []
+    for r in results:
+        if r.call_id in open_calls:
+            open_calls.discard(r.call_id)
+            out.append(ChatMessage(role="tool", contents=[r], author=message.author))
+        else:
+            out.append(ChatMessage.user(r.result))
+    return out
