@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from raf.messages import ToolCallContent
-from raf.providers._unicode import valid_unicode
+from raf.providers._unicode import valid_json_text, valid_unicode
 from raf.providers.base import (
     Completion,
     ProviderEvent,
@@ -143,7 +143,9 @@ class ChunkAssembler:
                 events.extend(_start(call))
             tool_calls.append(
                 ToolCallContent(
-                    call_id=_call_id(call), name=call.name or "", arguments="".join(call.arguments)
+                    call_id=_call_id(call),
+                    name=call.name or "",
+                    arguments=valid_json_text("".join(call.arguments)),
                 )
             )
         tokens_in, tokens_out = self.usage or (0, 0)

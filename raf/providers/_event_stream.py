@@ -88,7 +88,7 @@ class EventStream:
         events = self._assembler.finish()
         completion = events[-1]
         if isinstance(completion, Completion) and completion.finish_reason is None:
-            raise stream_cut(self._model, self._attempts)
+            raise stream_cut(self._model, self._attempts, done=self._clean_end)
         return events
 
     async def aclose(self) -> None:

@@ -92,12 +92,22 @@ def stream_error(model: str, chunk: dict[str, Any], attempts: int) -> ProviderEr
     return ProviderError(message, model=model, attempts=attempts)
 
 
-def stream_cut(model: str, attempts: int) -> ProviderError:
-    """The error for a stream that ended without the model finishing its answer."""
-    message = (
-        f"the stream of model {model!r} ended before the model finished (no finish_reason): "
-        "the connection was probably cut; try again"
-    )
+def stream_cut(model: str, attempts: int, *, done: bool = False) -> ProviderError:
+    """The error for a stream that ended without the model finishing its answer.
+
+    `done`: the server did end the stream properly (`[DONE]`), only without a finish reason.
+    """
+    if done:
+        message = (
+            f"the server of model {model!r} ended its stream without a finish_reason, so raf "
+            "cannot tell a whole answer from a cut one; check the server (a proxy that drops "
+            "the last chunk, an old server version)"
+        )
+    else:
+        message = (
+            f"the stream of model {model!r} ended before the model finished (no finish_reason): "
+            "the connection was probably cut; try again"
+        )
     return ProviderError(message, model=model, attempts=attempts)
 
 

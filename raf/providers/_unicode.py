@@ -3,6 +3,8 @@
 A JSON string may legally hold a lone surrogate escape (`"\\ud83d"`); decoded, it is a Python
 str that cannot be encoded as UTF-8, so it would break every later request that carries it and
 every checkpoint that stores it. Each one becomes U+FFFD, the replacement character.
+Tool-call arguments are JSON text, where the surrogate may still be an escape;
+`valid_json_text` replaces it there too.
 
 Example:
     >>> valid_unicode("ok \\ud83d")
@@ -13,9 +15,12 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any, cast
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def valid_unicode(text: str) -> str:
@@ -23,3 +28,34 @@ def valid_unicode(text: str) -> str:
     if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return _SURROGATE.sub("\ufffd", text)
+
+
+def valid_json_text(text: str) -> str:
+    """JSON `text` (tool-call arguments) without lone surrogates, escaped or not.
+
+    Text without a surrogate escape is returned as it is; text that is not JSON only has its
+    raw surrogates replaced.
+
+    Example:
+        >>> valid_json_text('{"w": "x\\ud83d"}')
+        '{"w": "x\ufffd"}'
+    """
+    text = valid_unicode(text)
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return text
+    try:
+        parsed: Any = json.loads(text)
+    except ValueError:
+        return text
+    cleaned = _clean(parsed)
+    return text if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return valid_unicode(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in cast(list[Any], value)]
+    if isinstance(value, dict):
+        return {valid_unicode(k): _clean(v) for k, v in cast(dict[str, Any], value).items()}
+    return value

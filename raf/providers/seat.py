@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from raf.messages import ChatMessage, TextContent, ToolCallContent, ToolResultContent
+from raf.messages import ChatMessage, ToolCallContent, ToolResultContent
 
 
 def seen_by(seat: str | None, messages: Iterable[ChatMessage]) -> list[ChatMessage]:
@@ -34,27 +34,29 @@ def seen_by(seat: str | None, messages: Iterable[ChatMessage]) -> list[ChatMessa
             None for a call that has no messages of its own (a one-shot structured call).
         messages: the conversation, system messages included.
     """
-    system: list[str] = []
-    out: list[ChatMessage | _Group] = []
+    systems: list[ChatMessage] = []
+    out: list[ChatMessage] = []
     open_calls: set[str] = set()  # calls of this agent's last assistant message, unanswered
     names: dict[str, str] = {}  # call id -> tool name, for summaries of results
-    group: _Group | None = None  # consecutive messages of one other agent
+    group: _Group | None = None  # consecutive messages of one other agent, not yet written
     for message in messages:
         role = message.role
         if role == "system":
-            system.append(message.text)
+            systems.append(message)
             continue
         author = message.author
-        foreign = author is not None and author != seat and role in ("assistant", "tool")
-        if foreign:
-            assert author is not None
-            if group is None or group.author != author:
+        if author is not None and author != seat and role in _SPOKEN:
+            if group is not None and group.author != author:
+                out.append(group.message())
+                group = None
+            if group is None:
                 group = _Group(author)
-                out.append(group)
             group.add(message, names)
             open_calls = set()
             continue
-        group = None
+        if group is not None:
+            out.append(group.message())
+            group = None
         if role == "assistant":
             calls = message.tool_calls
             for call in calls:
@@ -62,14 +64,18 @@ def seen_by(seat: str | None, messages: Iterable[ChatMessage]) -> list[ChatMessa
             open_calls = {c.call_id for c in calls}
             out.append(message)
         elif role == "tool":
-            out.extend(_own_results(message, open_calls, names))
+            out.extend(_own_results(message, open_calls))
         else:
             open_calls = set()
             out.append(message)
-    presented = [m.message() if isinstance(m, _Group) else m for m in out]
-    if system:
-        return [ChatMessage.system("\n\n".join(system)), *presented]
-    return presented
+    if group is not None:
+        out.append(group.message())
+    if len(systems) > 1:
+        systems = [ChatMessage.system("\n\n".join(m.text for m in systems))]
+    return [*systems, *out] if systems else out
+
+
+_SPOKEN = frozenset({"assistant", "tool"})
 
 
 def attributed(author: str, body: str) -> str:
@@ -116,16 +122,19 @@ class _Group:
                 self.lines.append(describe_result(content, names))
 
     def message(self) -> ChatMessage:
-        return ChatMessage(
-            role="user",
-            contents=[TextContent(text=attributed(self.author, "\n".join(self.lines)))],
-            author=self.author,
+        # Validated from plain data: faster than building the content models one by one.
+        return ChatMessage.model_validate(
+            {
+                "role": "user",
+                "contents": [
+                    {"type": "text", "text": attributed(self.author, "\n".join(self.lines))}
+                ],
+                "author": self.author,
+            }
         )
 
 
-def _own_results(
-    message: ChatMessage, open_calls: set[str], names: dict[str, str]
-) -> Sequence[ChatMessage]:
+def _own_results(message: ChatMessage, open_calls: set[str]) -> Sequence[ChatMessage]:
     """This agent's tool message: kept when it answers its own open calls, else user text."""
     results = [c for c in message.contents if c.type == "tool_result"]
     if results and all(r.call_id in open_calls for r in results):

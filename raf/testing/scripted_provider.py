@@ -22,7 +22,7 @@ import anyio
 
 from raf.errors import ProviderError
 from raf.messages import ChatMessage, ToolCallContent
-from raf.providers._unicode import valid_unicode
+from raf.providers._unicode import valid_json_text, valid_unicode
 from raf.providers.base import (
     Completion,
     ProviderEvent,
@@ -111,7 +111,7 @@ class ScriptedProvider:
         calls: list[ToolCallContent] = []
         for call in turn.calls:
             call_id = call.call_id or f"call_{next(self._ids)}"
-            arguments = valid_unicode(call.arguments)
+            arguments = valid_json_text(call.arguments)
             yield ToolCallStarted(call_id, call.name)
             for piece in split(arguments, turn.chunk_size or 16):
                 yield ToolCallDelta(call_id, piece)

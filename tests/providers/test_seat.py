@@ -1,0 +1,159 @@
+"""seen_by: the conversation as one agent's model is shown it."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from raf.messages import ChatMessage, TextContent, ToolCallContent, ToolResultContent
+from raf.providers._chat_format import to_chat_completions
+from raf.providers.seat import seen_by
+
+
+def _calls(author: str, *calls: tuple[str, str]) -> ChatMessage:
+    contents = [ToolCallContent(call_id=i, name=n, arguments='{"q": 1}') for i, n in calls]
+    return ChatMessage(role="assistant", contents=list(contents), author=author)
+
+
+def _result(author: str | None, call_id: str, result: str, *, error: bool = False) -> ChatMessage:
+    content = ToolResultContent(call_id=call_id, result=result, is_error=error)
+    return ChatMessage(role="tool", contents=[content], author=author)
+
+
+def test_own_messages_stay_assistant_and_others_become_attributed_user_messages() -> None:
+    conversation = [
+        ChatMessage.system("Be brief."),
+        ChatMessage.user("Plan a trip."),
+        ChatMessage.assistant("Oslo.", author="researcher"),
+        ChatMessage.assistant("Earlier answer of mine.", author="planner"),
+    ]
+    assert seen_by("planner", conversation) == [
+        ChatMessage.system("Be brief."),
+        ChatMessage.user("Plan a trip."),
+        ChatMessage(
+            role="user", contents=[TextContent(text="[researcher]\nOslo.")], author="researcher"
+        ),
+        ChatMessage.assistant("Earlier answer of mine.", author="planner"),
+    ]
+
+
+def test_another_agents_tool_turns_are_summarised_in_one_user_message() -> None:
+    conversation = [
+        ChatMessage.user("Sights?"),
+        _calls("researcher", ("c1", "find_sights"), ("c2", "weather")),
+        _result("researcher", "c1", "Opera"),
+        _result("researcher", "c2", "timeout", error=True),
+        ChatMessage.assistant("The Opera.", author="researcher"),
+    ]
+    seen = seen_by("planner", conversation)
+    assert [(m.role, m.author) for m in seen] == [("user", None), ("user", "researcher")]
+    assert seen[1].text == (
+        "[researcher]\n"
+        'Called tool find_sights with {"q": 1}\n'
+        'Called tool weather with {"q": 1}\n'
+        "Tool find_sights returned: Opera\n"
+        "Tool weather failed: timeout\n"
+        "The Opera."
+    )
+
+
+def test_own_tool_calls_keep_their_pairing() -> None:
+    conversation = [
+        ChatMessage.user("Sights?"),
+        _calls("planner", ("c1", "find_sights")),
+        _result("planner", "c1", "Opera"),
+        ChatMessage.assistant("The Opera.", author="planner"),
+    ]
+    assert seen_by("planner", conversation) == conversation
+
+
+def test_an_orphan_tool_result_goes_out_as_user_text() -> None:
+    # A human's typed answer to a workflow request: its call id is no call of this agent.
+    answer = ChatMessage.tool_result("wf/gate@0#0", '{"approved": true}')
+    conversation = [ChatMessage.user("Go?"), ChatMessage.assistant("Asking.", author="a"), answer]
+    seen = seen_by("a", conversation)
+    assert seen[-1] == ChatMessage.user('{"approved": true}')
+    assert all(m["role"] != "tool" for m in to_chat_completions(seen))
+
+
+def test_a_result_after_a_foreign_message_is_no_longer_paired() -> None:
+    conversation = [
+        _calls("a", ("c1", "f")),
+        ChatMessage.assistant("interrupting", author="b"),
+        _result("a", "c1", "late"),
+    ]
+    seen = seen_by("a", conversation)
+    assert [m.role for m in seen] == ["assistant", "user", "user"]
+    assert seen[-1].text == "late"
+
+
+def test_system_messages_merge_into_one_first_system_message() -> None:
+    conversation = [
+        ChatMessage.system("You plan."),
+        ChatMessage.user("hi"),
+        ChatMessage.system("Role: be terse."),
+    ]
+    seen = seen_by("a", conversation)
+    assert seen == [ChatMessage.system("You plan.\n\nRole: be terse."), ChatMessage.user("hi")]
+
+
+def test_without_a_seat_every_authored_message_is_another_agents() -> None:
+    seen = seen_by(None, [ChatMessage.user("q"), ChatMessage.assistant("x", author="a")])
+    assert [(m.role, m.text) for m in seen] == [("user", "q"), ("user", "[a]\nx")]
+
+
+def test_unauthored_assistant_messages_count_as_the_agents_own() -> None:
+    conversation = [ChatMessage.user("q"), ChatMessage.assistant("typed by the caller")]
+    assert seen_by("a", conversation) == conversation
+
+
+def test_names_are_sanitised_for_the_api_and_kept_in_the_text() -> None:
+    seen = seen_by("b", [ChatMessage.assistant("hello", author="team lead/1")])
+    (sent,) = to_chat_completions(seen)
+    assert sent == {"role": "user", "name": "team_lead_1", "content": "[team lead/1]\nhello"}
+
+
+_AUTHORS = st.sampled_from(["a", "b", "c", None])
+
+
+@st.composite
+def _conversations(draw: st.DrawFn) -> list[ChatMessage]:
+    """Random conversations of several agents, with tool turns and stray tool results."""
+    messages: list[ChatMessage] = [ChatMessage.user("start")]
+    for index in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["text", "tools", "user", "orphan"]))
+        author = draw(_AUTHORS)
+        if kind == "text":
+            messages.append(ChatMessage.assistant(f"t{index}", author=author))
+        elif kind == "tools":
+            call_id = f"c{index}"
+            messages.append(_calls(author or "a", (call_id, "f")))
+            messages.append(_result(author or "a", call_id, f"r{index}"))
+        elif kind == "user":
+            messages.append(ChatMessage.user(f"u{index}"))
+        else:
+            messages.append(_result(author, f"x{index}", f"o{index}"))
+    return messages
+
+
+@given(_conversations(), st.sampled_from(["a", "b", "c"]))
+def test_a_request_is_always_well_formed_from_any_seat(
+    conversation: list[ChatMessage], seat: str
+) -> None:
+    before = list(conversation)
+    seen = seen_by(seat, [ChatMessage.system("instructions"), *conversation])
+    assert conversation == before  # the history itself is never changed
+    assert [m.role for m in seen].count("system") == 1 and seen[0].role == "system"
+    sent = to_chat_completions(seen)
+    open_calls: set[str] = set()
+    for message in sent:
+        if message["role"] == "assistant":
+            # Only this agent's own messages (or unauthored ones) are assistant messages.
+            assert message.get("name") in (seat, None)
+            open_calls = {c["id"] for c in message.get("tool_calls", [])}  # type: ignore[typeddict-item]
+        elif message["role"] == "tool":
+            assert message["tool_call_id"] in open_calls  # never an orphan tool message
+        else:
+            open_calls = set()
+    if sent[-1]["role"] == "assistant":
+        assert sent[-1].get("name") in (seat, None)
