@@ -21,6 +21,7 @@ PAGES = [
     "patterns",
     "adapters",
     "tools",
+    "local-models",
 ]
 README = DOCS.parent / "README.md"
 

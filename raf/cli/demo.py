@@ -117,6 +117,7 @@ def build_demo(providers: dict[str, LlmProvider]) -> IAgent:
         providers["researcher"],
         "Find the sights worth visiting with find_sights, then list them in one sentence.",
         tools=[find_sights],
+        text_tool_calls=True,
         description="Finds what to see.",
     )
     planner = ReactAgent(
@@ -124,6 +125,7 @@ def build_demo(providers: dict[str, LlmProvider]) -> IAgent:
         providers["planner"],
         "Estimate the cost of the trip with estimate_cost, then state it in one sentence.",
         tools=[estimate_cost],
+        text_tool_calls=True,
         description="Plans the days and the budget.",
     )
     forecaster = ReactAgent(
@@ -131,6 +133,7 @@ def build_demo(providers: dict[str, LlmProvider]) -> IAgent:
         providers["forecaster"],
         "Get the weekend forecast with the forecast tool, then summarize it in one sentence.",
         tools=[forecast],
+        text_tool_calls=True,
         description="Checks the weather.",
     )
     packer = ReactAgent(

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from raf.cli.demo import run_demo
 from raf.messages import ChatMessage
-from raf.testing import ScriptedOpenAIServer, Turn, text, tool_calls
+from raf.testing import Quirks, ScriptedOpenAIServer, Turn, text, tool_calls
 
 pytestmark = pytest.mark.anyio
 
@@ -45,3 +45,19 @@ async def test_demo_uses_the_configured_endpoint(monkeypatch: pytest.MonkeyPatch
     assert {r.body["model"] for r in server.requests} == {"demo-model"}
     assert f"model: demo-model at {base_url}" in out
     assert len(server.requests) == 7  # three agents with a tool round, and the packer
+
+
+async def test_demo_agents_call_their_tools_on_a_local_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A small local model behind llama.cpp: tool calls come as text, trailing assistant
+    # messages are continued.
+    console = Console(record=True, width=120, color_system=None)
+    quirks = Quirks(tool_calls_as_text="tags", prefill=True)
+    async with ScriptedOpenAIServer(endpoint, quirks=quirks) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        assert await run_demo(console, "A weekend in Porto.") == 0
+    out = console.export_text()
+    assert "find_sights ✓" in out and "estimate_cost ✓" in out and "forecast ✓" in out
+    assert all(r.body["messages"][-1]["role"] != "assistant" for r in server.requests)
