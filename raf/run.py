@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from raf._streaming import ProducerStream, single_exceptions
+from raf.providers.seat import Presented
 from raf.updates import AgentPath, AgentResponse, AgentUpdate
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ class Turn:
     """Ids of the requests streamed in this turn, in stream order."""
     engine: RootRun | None = None
     """The outermost workflow run of the tree, once one started (only it checkpoints)."""
+    presented: Presented = field(default_factory=lambda: Presented())
+    """Other agents' messages as the run's models are shown them, built once for all seats."""
 
 
 @dataclass(slots=True)

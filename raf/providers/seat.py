@@ -25,15 +25,29 @@ from collections.abc import Iterable, Sequence
 
 from raf.messages import ChatMessage, ToolCallContent, ToolResultContent
 
+Presented = dict[tuple[int, ...], tuple[tuple[ChatMessage, ...], ChatMessage]]
+"""Attributed messages already built, keyed by the ids of the messages each one presents.
 
-def seen_by(seat: str | None, messages: Iterable[ChatMessage]) -> list[ChatMessage]:
+How a run of one agent's messages is shown does not depend on who looks, so the agents of one
+run share these (`raf.run.Turn.presented`): in a chain each agent would otherwise build again
+what the one before it built. Each entry keeps the messages it presents, so an id is never
+mistaken for another message's.
+"""
+
+
+def seen_by(
+    seat: str | None, messages: Iterable[ChatMessage], presented: Presented | None = None
+) -> list[ChatMessage]:
     """The conversation `messages` as the model of agent `seat` is shown it.
 
     Args:
         seat: the id of the agent making the request (the author of its own messages), or
             None for a call that has no messages of its own (a one-shot structured call).
         messages: the conversation, system messages included.
+        presented: attributed messages built for other seats of the same run, reused and
+            added to.
     """
+    memo: Presented = {} if presented is None else presented
     systems: list[ChatMessage] = []
     out: list[ChatMessage] = []
     open_calls: set[str] = set()  # calls of this agent's last assistant message, unanswered
@@ -45,22 +59,22 @@ def seen_by(seat: str | None, messages: Iterable[ChatMessage]) -> list[ChatMessa
             systems.append(message)
             continue
         author = message.author
+        calls = message.tool_calls if role == "assistant" else ()
+        for call in calls:
+            names[call.call_id] = call.name
         if author is not None and author != seat and role in _SPOKEN:
             if group is not None and group.author != author:
-                out.append(group.message())
+                out.append(group.message(names, memo))
                 group = None
             if group is None:
                 group = _Group(author)
-            group.add(message, names)
+            group.messages.append(message)
             open_calls = set()
             continue
         if group is not None:
-            out.append(group.message())
+            out.append(group.message(names, memo))
             group = None
         if role == "assistant":
-            calls = message.tool_calls
-            for call in calls:
-                names[call.call_id] = call.name
             open_calls = {c.call_id for c in calls}
             out.append(message)
         elif role == "tool":
@@ -69,7 +83,7 @@ def seen_by(seat: str | None, messages: Iterable[ChatMessage]) -> list[ChatMessa
             open_calls = set()
             out.append(message)
     if group is not None:
-        out.append(group.message())
+        out.append(group.message(names, memo))
     if len(systems) > 1:
         systems = [ChatMessage.system("\n\n".join(m.text for m in systems))]
     return [*systems, *out] if systems else out
@@ -102,36 +116,39 @@ def describe_result(result: ToolResultContent, names: dict[str, str]) -> str:
 
 
 class _Group:
-    """Consecutive messages of one other agent, summarised as one attributed user message."""
+    """Consecutive messages of one other agent, shown as one attributed user message."""
 
-    __slots__ = ("author", "lines")
+    __slots__ = ("author", "messages")
 
     def __init__(self, author: str) -> None:
         self.author = author
-        self.lines: list[str] = []
+        self.messages: list[ChatMessage] = []
 
-    def add(self, message: ChatMessage, names: dict[str, str]) -> None:
-        for content in message.contents:
-            if content.type == "text":
-                if content.text:
-                    self.lines.append(content.text)
-            elif content.type == "tool_call":
-                names[content.call_id] = content.name
-                self.lines.append(describe_call(content))
-            elif content.type == "tool_result":
-                self.lines.append(describe_result(content, names))
-
-    def message(self) -> ChatMessage:
+    def message(self, names: dict[str, str], memo: Presented) -> ChatMessage:
+        key = tuple(map(id, self.messages))
+        known = memo.get(key)
+        if known is not None and all(a is b for a, b in zip(known[0], self.messages, strict=True)):
+            return known[1]
+        lines: list[str] = []
+        for message in self.messages:
+            for content in message.contents:
+                if content.type == "text":
+                    if content.text:
+                        lines.append(content.text)
+                elif content.type == "tool_call":
+                    lines.append(describe_call(content))
+                elif content.type == "tool_result":
+                    lines.append(describe_result(content, names))
         # Validated from plain data: faster than building the content models one by one.
-        return ChatMessage.model_validate(
+        shown = ChatMessage.model_validate(
             {
                 "role": "user",
-                "contents": [
-                    {"type": "text", "text": attributed(self.author, "\n".join(self.lines))}
-                ],
+                "contents": [{"type": "text", "text": attributed(self.author, "\n".join(lines))}],
                 "author": self.author,
             }
         )
+        memo[key] = (tuple(self.messages), shown)
+        return shown
 
 
 def _own_results(message: ChatMessage, open_calls: set[str]) -> Sequence[ChatMessage]:

@@ -120,7 +120,7 @@ class ReactLoop:
             ProviderError: when the model fails.
         """
         # The conversation from this agent's seat; what the loop appends is its own.
-        conversation = seen_by(self.author, [*self._system, *messages])
+        conversation = seen_by(self.author, [*self._system, *messages], ctx.turn.presented)
         added: list[ChatMessage] = []
         tokens_in = tokens_out = 0
         schema = self.output_schema

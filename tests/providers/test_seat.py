@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from raf.messages import ChatMessage, TextContent, ToolCallContent, ToolResultContent
 from raf.providers._chat_format import to_chat_completions
-from raf.providers.seat import seen_by
+from raf.providers.seat import Presented, seen_by
 
 
 def _calls(author: str, *calls: tuple[str, str]) -> ChatMessage:
@@ -157,3 +157,23 @@ def test_a_request_is_always_well_formed_from_any_seat(
             open_calls = set()
     if sent[-1]["role"] == "assistant":
         assert sent[-1].get("name") in (seat, None)
+
+
+@given(_conversations())
+def test_a_memo_shared_by_the_seats_of_a_run_changes_nothing(
+    conversation: list[ChatMessage],
+) -> None:
+    presented: Presented = {}
+    for seat in ("a", "b", "c", "a"):
+        assert seen_by(seat, conversation, presented) == seen_by(seat, conversation)
+
+
+def test_the_seats_of_a_run_share_one_attributed_message() -> None:
+    conversation = [ChatMessage.user("q"), ChatMessage.assistant("x", author="a")]
+    presented: Presented = {}
+    first = seen_by("b", conversation, presented)[-1]
+    assert seen_by("c", conversation, presented)[-1] is first
+    # Another message that happens to get the same id is never taken for the first.
+    (key,) = presented
+    presented[key] = ((ChatMessage.assistant("other", author="a"),), first)
+    assert seen_by("c", conversation, presented)[-1] is not first
