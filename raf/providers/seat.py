@@ -51,39 +51,35 @@ def seen_by(
     systems: list[ChatMessage] = []
     out: list[ChatMessage] = []
     open_calls: set[str] = set()  # calls of this agent's last assistant message, unanswered
-    names: dict[str, str] = {}  # call id -> tool name, for summaries of results
-    group: _Group | None = None  # consecutive messages of one other agent, not yet written
+    group: list[ChatMessage] = []  # consecutive messages of one other agent, not yet written
+    group_author = ""
     for message in messages:
         role = message.role
         if role == "system":
             systems.append(message)
             continue
         author = message.author
-        calls = message.tool_calls if role == "assistant" else ()
-        for call in calls:
-            names[call.call_id] = call.name
         if author is not None and author != seat and role in _SPOKEN:
-            if group is not None and group.author != author:
-                out.append(group.message(names, memo))
-                group = None
-            if group is None:
-                group = _Group(author)
-            group.messages.append(message)
+            if group and group_author != author:
+                out.append(_shown(group_author, group, memo))
+                group = []
+            group_author = author
+            group.append(message)
             open_calls = set()
             continue
-        if group is not None:
-            out.append(group.message(names, memo))
-            group = None
+        if group:
+            out.append(_shown(group_author, group, memo))
+            group = []
         if role == "assistant":
-            open_calls = {c.call_id for c in calls}
+            open_calls = {c.call_id for c in message.contents if c.type == "tool_call"}
             out.append(message)
         elif role == "tool":
             out.extend(_own_results(message, open_calls))
         else:
             open_calls = set()
             out.append(message)
-    if group is not None:
-        out.append(group.message(names, memo))
+    if group:
+        out.append(_shown(group_author, group, memo))
     if len(systems) > 1:
         systems = [ChatMessage.system("\n\n".join(m.text for m in systems))]
     return [*systems, *out] if systems else out
@@ -115,40 +111,40 @@ def describe_result(result: ToolResultContent, names: dict[str, str]) -> str:
     return f"{what} {verb}: {result.result}"
 
 
-class _Group:
-    """Consecutive messages of one other agent, shown as one attributed user message."""
-
-    __slots__ = ("author", "messages")
-
-    def __init__(self, author: str) -> None:
-        self.author = author
-        self.messages: list[ChatMessage] = []
-
-    def message(self, names: dict[str, str], memo: Presented) -> ChatMessage:
-        key = tuple(map(id, self.messages))
+def _shown(author: str, messages: list[ChatMessage], memo: Presented) -> ChatMessage:
+    """Consecutive messages of one other agent as one attributed user message."""
+    if len(messages) == 1:
+        key: tuple[int, ...] = (id(messages[0]),)
         known = memo.get(key)
-        if known is not None and all(a is b for a, b in zip(known[0], self.messages, strict=True)):
+        if known is not None and known[0][0] is messages[0]:
             return known[1]
-        lines: list[str] = []
-        for message in self.messages:
-            for content in message.contents:
-                if content.type == "text":
-                    if content.text:
-                        lines.append(content.text)
-                elif content.type == "tool_call":
-                    lines.append(describe_call(content))
-                elif content.type == "tool_result":
-                    lines.append(describe_result(content, names))
-        # Validated from plain data: faster than building the content models one by one.
-        shown = ChatMessage.model_validate(
-            {
-                "role": "user",
-                "contents": [{"type": "text", "text": attributed(self.author, "\n".join(lines))}],
-                "author": self.author,
-            }
-        )
-        memo[key] = (tuple(self.messages), shown)
-        return shown
+    else:
+        key = tuple(map(id, messages))
+        known = memo.get(key)
+        if known is not None and all(a is b for a, b in zip(known[0], messages, strict=True)):
+            return known[1]
+    lines: list[str] = []
+    names: dict[str, str] = {}  # the tools this agent called, by call id
+    for message in messages:
+        for content in message.contents:
+            if content.type == "text":
+                if content.text:
+                    lines.append(content.text)
+            elif content.type == "tool_call":
+                names[content.call_id] = content.name
+                lines.append(describe_call(content))
+            elif content.type == "tool_result":
+                lines.append(describe_result(content, names))
+    # Validated from plain data: faster than building the content models one by one.
+    shown = ChatMessage.model_validate(
+        {
+            "role": "user",
+            "contents": [{"type": "text", "text": attributed(author, "\n".join(lines))}],
+            "author": author,
+        }
+    )
+    memo[key] = (tuple(messages), shown)
+    return shown
 
 
 def _own_results(message: ChatMessage, open_calls: set[str]) -> Sequence[ChatMessage]:
