@@ -29,8 +29,16 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel
 
+from raf._streaming import single_exceptions
 from raf.errors import MaxRoundsExceeded, ProviderError
-from raf.messages import ChatMessage, Content, TextContent, ToolCallContent, ToolResultContent
+from raf.messages import (
+    ChatMessage,
+    Content,
+    ReasoningContent,
+    TextContent,
+    ToolCallContent,
+    ToolResultContent,
+)
 from raf.providers.base import (
     Completion,
     LlmProvider,
@@ -234,6 +242,9 @@ class ReactLoop:
 
     def _assistant(self, completion: Completion) -> ChatMessage:
         contents: list[Content] = []
+        if completion.reasoning:
+            # The whole message, as streamed: its reasoning too (never sent back to a model).
+            contents.append(ReasoningContent(text=completion.reasoning))
         if completion.text or not completion.tool_calls:
             contents.append(TextContent(text=completion.text))
         contents.extend(completion.tool_calls)
@@ -271,15 +282,11 @@ class ReactLoop:
         if len(pending) == 1:
             await self._run_one(calls, pending[0], results, ctx)
         elif pending:
-            try:
+            # Dispatchers turn failures into results; anything else surfaces as itself.
+            with single_exceptions():
                 async with anyio.create_task_group() as tg:
                     for index in pending:
                         tg.start_soon(self._run_one, calls, index, results, ctx)
-            except ExceptionGroup as group:
-                # Dispatchers turn failures into results; anything else surfaces as itself.
-                if len(group.exceptions) == 1:
-                    raise group.exceptions[0] from group
-                raise
         messages = [
             self._tool_message(call, result)
             for call, result in zip(calls, results, strict=True)

@@ -173,7 +173,9 @@ class ScriptedOpenAIServer:
         stack, self._stack = self._stack, None
         self._port = None
         if stack is not None:
-            await stack.__aexit__(exc_type, exc, tb)
+            # The body's own exception is not fed to the task group, which would wrap it in a
+            # group (on trio): returning lets it out as itself.
+            await stack.__aexit__(None, None, None)
         if exc is None and self._failures:
             raise self._failures[0]
 

@@ -294,3 +294,22 @@ async def test_a_failing_dispatcher_surfaces_as_itself_not_as_a_group() -> None:
     ctx = RunContext(("loop",), Session(), default_options(), discard)
     with anyio.fail_after(5), pytest.raises(RuntimeError, match="dispatcher bug"):
         await loop.run([ChatMessage.user("go")], ctx)
+
+
+@pytest.mark.anyio
+async def test_message_completed_keeps_the_reasoning_that_streamed() -> None:
+    from raf.messages import ReasoningContent
+    from raf.react import ReactAgent
+    from raf.testing import ScriptedProvider, text
+    from raf.updates import MessageCompleted
+
+    agent = ReactAgent(
+        "thinker", ScriptedProvider([text("42", reasoning="six times seven")]), "Answer."
+    )
+    async with agent.run("what is it?") as stream:
+        completed = [u for u in [u async for u in stream] if isinstance(u, MessageCompleted)]
+    (item,) = completed
+    assert item.message.text == "42"
+    assert [c.text for c in item.message.contents if isinstance(c, ReasoningContent)] == [
+        "six times seven"
+    ]

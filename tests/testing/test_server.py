@@ -277,3 +277,14 @@ async def test_same_events_in_process_and_over_http(script: Script) -> None:
             OpenAIProvider(client, "scripted", retry=RetryPolicy(max_attempts=1))
         )
     assert over_http == in_process
+
+
+@pytest.mark.anyio
+async def test_the_bodys_own_exception_comes_out_as_itself() -> None:
+    class Mine(Exception):
+        pass
+
+    with pytest.raises(Mine, match="from the body") as caught:
+        async with ScriptedOpenAIServer([]):
+            raise Mine("from the body")
+    assert not isinstance(caught.value, BaseExceptionGroup)
