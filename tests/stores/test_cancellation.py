@@ -173,6 +173,17 @@ def _sessions(dsn: str, application: str) -> list[tuple[str, str | None]]:
     return [(str(state), wait) for state, wait in rows]
 
 
+async def _sessions_settle(dsn: str, application: str) -> list[tuple[str, str | None]]:
+    """The sessions of `application` once the server has processed what was sent to them: a
+    cancel request reaches the backend asynchronously, so its state is polled (bounded)."""
+    with anyio.fail_after(10):
+        while True:
+            rows = await anyio.to_thread.run_sync(_sessions, dsn, application)
+            if all(state == "idle" for state, _ in rows):
+                return rows
+            await anyio.sleep(0.02)
+
+
 @pytest.fixture
 def table_lock(postgres_dsn: str, postgres_schema: str) -> Iterator[Any]:
     """A connection that takes `ACCESS EXCLUSIVE` on the checkpoints table when told to.
@@ -202,7 +213,7 @@ async def test_postgres_a_save_waiting_for_a_lock_is_cancelled_on_the_server(
         cancelled = _checkpoint(1)
         await _cancelled_after(0.3, lambda: store.save(cancelled))
         # Still locked: the statement was cancelled on the server, not left waiting there.
-        assert _sessions(postgres_dsn, application) == [("idle", "Client")]
+        assert await _sessions_settle(postgres_dsn, application) == [("idle", "Client")]
         table_lock.rollback()
 
         with pytest.raises(KeyError):
@@ -212,7 +223,7 @@ async def test_postgres_a_save_waiting_for_a_lock_is_cancelled_on_the_server(
         assert await store.list("s") == [kept.id, after.id]
         assert await store.load(after.id) == after
         # The cancelled statement's connection was reused, not dropped for a new one.
-        assert _sessions(postgres_dsn, application) == [("idle", "Client")]
+        assert await _sessions_settle(postgres_dsn, application) == [("idle", "Client")]
 
 
 async def test_postgres_a_read_waiting_for_a_lock_is_cancelled(
@@ -233,7 +244,7 @@ async def test_postgres_a_running_statement_is_cancelled(
     dsn = f"{postgres_dsn}?application_name={application}"
     async with PostgresCheckpointStore(dsn, schema=postgres_schema) as store:
         await _cancelled_after(0.3, lambda: store._run(lambda c: c.execute("SELECT pg_sleep(40)")))
-        assert _sessions(postgres_dsn, application) == [("idle", "Client")]
+        assert await _sessions_settle(postgres_dsn, application) == [("idle", "Client")]
         checkpoint = _checkpoint(0)
         await store.save(checkpoint)
         assert await store.load(checkpoint.id) == checkpoint
