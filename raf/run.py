@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from raf._streaming import ProducerStream, single_exceptions
-from raf.providers.seat import Presented
+from raf.providers.seat import Prefixes, Presented
 from raf.updates import AgentPath, AgentResponse, AgentUpdate
 
 if TYPE_CHECKING:
@@ -53,6 +53,8 @@ class Turn:
     """The outermost workflow run of the tree, once one started (only it checkpoints)."""
     presented: Presented = field(default_factory=lambda: Presented())
     """Other agents' messages as the run's models are shown them, built once for all seats."""
+    prefixes: Prefixes = field(default_factory=lambda: Prefixes())
+    """How the start of a conversation was shown to the run's models, reused by later seats."""
 
 
 @dataclass(slots=True)

@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 
 from raf.messages import ChatMessage, ToolCallContent, ToolResultContent
@@ -35,8 +36,44 @@ mistaken for another message's.
 """
 
 
+Prefixes = dict[int, "_Prefix"]
+"""How the start of a conversation was shown, by the id of its last message, for the seats of
+one run (`raf.run.Turn.prefixes`): in a chain each agent's conversation is the one before it
+plus that agent's answer, so each request presents only what is new."""
+
+
+class _Prefix:
+    """The state of `seen_by` after the non-system messages `messages`, valid for any seat
+    that wrote none of them."""
+
+    __slots__ = ("authors", "group", "group_author", "messages", "open_calls", "out")
+
+    def __init__(
+        self,
+        messages: tuple[ChatMessage, ...],
+        authors: frozenset[str],
+        out: list[ChatMessage],
+        group: list[ChatMessage],
+        group_author: str,
+        open_calls: set[str],
+    ) -> None:
+        self.messages = messages
+        self.authors = authors
+        self.out = out
+        self.group = group
+        self.group_author = group_author
+        self.open_calls = open_calls
+
+
+_LOOK_BACK = 4
+"""How many messages back from the end a reusable prefix may end (a chain adds one or two)."""
+
+
 def seen_by(
-    seat: str | None, messages: Iterable[ChatMessage], presented: Presented | None = None
+    seat: str | None,
+    messages: Iterable[ChatMessage],
+    presented: Presented | None = None,
+    prefixes: Prefixes | None = None,
 ) -> list[ChatMessage]:
     """The conversation `messages` as the model of agent `seat` is shown it.
 
@@ -46,19 +83,41 @@ def seen_by(
         messages: the conversation, system messages included.
         presented: attributed messages built for other seats of the same run, reused and
             added to.
+        prefixes: how other seats of the same run were shown the start of this conversation,
+            reused and added to.
     """
     memo: Presented = {} if presented is None else presented
-    systems: list[ChatMessage] = []
+    listed = messages if isinstance(messages, list) else list(messages)
+    lead = 0  # the system messages a request starts with (the instructions)
+    while lead < len(listed) and listed[lead].role == "system":
+        lead += 1
+    systems = listed[:lead]
+    body = listed[lead:]
     out: list[ChatMessage] = []
     open_calls: set[str] = set()  # calls of this agent's last assistant message, unanswered
     group: list[ChatMessage] = []  # consecutive messages of one other agent, not yet written
     group_author = ""
-    for message in messages:
+    authors: set[str] = set()
+    start = 0
+    if prefixes is not None:
+        known = _known_prefix(seat, body, prefixes)
+        if known is not None:
+            start = len(known.messages)
+            out = list(known.out)
+            group = list(known.group)
+            group_author = known.group_author
+            open_calls = set(known.open_calls)
+            authors = set(known.authors)
+    plain = True  # no system message past the start: the state may be reused
+    for message in body[start:]:
         role = message.role
         if role == "system":
             systems.append(message)
+            plain = False
             continue
         author = message.author
+        if author is not None:
+            authors.add(author)
         if author is not None and author != seat and role in _SPOKEN:
             if group and group_author != author:
                 out.append(_shown(group_author, group, memo))
@@ -78,11 +137,27 @@ def seen_by(
         else:
             open_calls = set()
             out.append(message)
+    if prefixes is not None and plain and start < len(body) and seat not in authors:
+        # What another seat can start from: the state before the last group is written.
+        prefixes[id(body[-1])] = _Prefix(
+            tuple(body), frozenset(authors), list(out), list(group), group_author, set(open_calls)
+        )
     if group:
         out.append(_shown(group_author, group, memo))
     if len(systems) > 1:
         systems = [ChatMessage.system("\n\n".join(m.text for m in systems))]
     return [*systems, *out] if systems else out
+
+
+def _known_prefix(seat: str | None, body: list[ChatMessage], prefixes: Prefixes) -> _Prefix | None:
+    """The longest prefix of `body` another seat was shown that `seat` wrote nothing of."""
+    for end in range(len(body), max(0, len(body) - _LOOK_BACK), -1):
+        known = prefixes.get(id(body[end - 1]))
+        if known is None or len(known.messages) != end or seat in known.authors:
+            continue
+        if all(map(operator.is_, known.messages, body)):
+            return known
+    return None
 
 
 _SPOKEN = frozenset({"assistant", "tool"})

@@ -128,7 +128,10 @@ class ReactLoop:
             ProviderError: when the model fails.
         """
         # The conversation from this agent's seat; what the loop appends is its own.
-        conversation = seen_by(self.author, [*self._system, *messages], ctx.turn.presented)
+        turn = ctx.turn
+        conversation = seen_by(
+            self.author, [*self._system, *messages], turn.presented, turn.prefixes
+        )
         added: list[ChatMessage] = []
         tokens_in = tokens_out = 0
         schema = self.output_schema

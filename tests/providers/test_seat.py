@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from raf.messages import ChatMessage, TextContent, ToolCallContent, ToolResultContent
 from raf.providers._chat_format import to_chat_completions
-from raf.providers.seat import Presented, seen_by
+from raf.providers.seat import Prefixes, Presented, seen_by
 
 
 def _calls(author: str, *calls: tuple[str, str]) -> ChatMessage:
@@ -177,3 +177,31 @@ def test_the_seats_of_a_run_share_one_attributed_message() -> None:
     (key,) = presented
     presented[key] = ((ChatMessage.assistant("other", author="a"),), first)
     assert seen_by("c", conversation, presented)[-1] is not first
+
+
+@given(_conversations(), st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=6))
+def test_prefixes_shared_by_the_seats_of_a_run_change_nothing(
+    conversation: list[ChatMessage], seats: list[str]
+) -> None:
+    # As in a chain: each seat is shown a longer start of one conversation, then the whole.
+    presented: Presented = {}
+    prefixes: Prefixes = {}
+    system = ChatMessage.system("Be brief.")
+    for end in range(len(conversation) + 1):
+        for seat in seats:
+            shown = [system, *conversation[:end]]
+            assert seen_by(seat, shown, presented, prefixes) == seen_by(seat, shown)
+
+
+def test_a_chain_presents_only_what_is_new_to_each_later_seat() -> None:
+    conversation = [ChatMessage.user("go")]
+    prefixes: Prefixes = {}
+    presented: Presented = {}
+    for index in range(6):
+        seat = f"agent{index}"
+        seen_by(seat, conversation, presented, prefixes)
+        conversation = [*conversation, ChatMessage.assistant(f"from {seat}", author=seat)]
+    # Each request stored the state after its conversation, for the next seat to start from.
+    assert len(prefixes) == 6
+    last = seen_by("agent6", conversation, presented, prefixes)
+    assert [m.text.splitlines()[0] for m in last] == ["go"] + [f"[agent{i}]" for i in range(6)]
