@@ -49,7 +49,7 @@ __all__ = [
     "invoke_agent",
 ]
 
-_ID = re.compile(r"^[^/#\s][^/#]*$")
+_ID = re.compile(r"^[^/#\s\x00][^/#\x00]*$")
 
 
 class AgentMetadata(BaseModel):
@@ -144,12 +144,21 @@ def check_agent_id(agent_id: str) -> str:
     Raises:
         ValueError: naming the bad id.
     """
-    if not isinstance(agent_id, str) or not _ID.match(agent_id):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(agent_id, str) or not _ID.match(agent_id) or not _encodes(agent_id):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValueError(
-            f"agent id {agent_id!r} is not usable: ids are non-empty, without '/' or '#', "
-            "and do not start with whitespace"
+            f"agent id {agent_id!r} is not usable: ids are non-empty, without '/', '#' or NUL, "
+            "do not start with whitespace, and hold no lone surrogate"
         )
     return agent_id
+
+
+def _encodes(text: str) -> bool:
+    """Whether `text` is valid Unicode (no lone surrogate), as JSON in UTF-8 needs."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class BaseAgent(ABC):

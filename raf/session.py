@@ -49,7 +49,7 @@ class Session:
     __slots__ = ("_state", "id", "store", "writer")
 
     def __init__(self, id: str | None = None, store: CheckpointStore | None = None) -> None:
-        self.id: str = id or uuid.uuid4().hex
+        self.id: str = _checked_id(id) if id else uuid.uuid4().hex
         self.store: CheckpointStore | None = store
         self._state: dict[str, Any] = {}
         self.writer = SessionWriter()
@@ -137,3 +137,24 @@ class Session:
 
 def _jsonable(value: Any) -> Any:
     return pydantic_core.to_jsonable_python(value)
+
+
+def _checked_id(session_id: str) -> str:
+    """`session_id`, when every store can keep it (a string of valid Unicode without NUL).
+
+    Raises:
+        TypeError: when it is not a string.
+        ValueError: naming what in it cannot be stored.
+    """
+    if not isinstance(session_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"a session id is a str, not {type(session_id).__name__}")
+    if "\x00" in session_id:
+        raise ValueError(f"session id {session_id!r} contains a NUL character; use another id")
+    try:
+        session_id.encode()
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"session id {session_id!r} holds a lone surrogate, which no store can keep; "
+            "use another id"
+        ) from None
+    return session_id

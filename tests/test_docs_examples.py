@@ -22,6 +22,7 @@ PAGES = [
     "adapters",
     "tools",
     "local-models",
+    "reliability",
 ]
 README = DOCS.parent / "README.md"
 

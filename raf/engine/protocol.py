@@ -499,10 +499,12 @@ def finish_resumed_turn(
     state: RunState,
     status: RunStatus,
     answers: list[ChatMessage],
+    produced: list[ChatMessage],
 ) -> None:
     """Write into the history the root agent's turn that `Workflow.resume` finished (or that
-    waits again, answered by `answers`), as the agent's own turn would have."""
-    record, produced = turn
+    waits again, answered by `answers`), as the agent's own turn would have; `produced` is
+    what the resumed run's agents produced (a turn that waits again keeps it, like a live one)."""
+    record, kept = turn
     order = [r.request_id for r in state.requests]
     if status == "failed":
         return
@@ -512,12 +514,12 @@ def finish_resumed_turn(
     recorded = list(record.recorded)
     if answers:
         # The waiting turn's own messages come first, then the answers.
-        before = _without(produced, recorded)
+        before = _without(kept, recorded)
         written += [*before, *answers]
         recorded += before
     if status == "waiting":
         session.set(_key(record.path, _WAITING), Waiting(state, order, recorded).to_json())
-        messages: list[ChatMessage] = []
+        messages = produced
     else:
         session.pop(_key(record.path, _WAITING))
         messages = _response(state, Usage()).messages

@@ -367,9 +367,12 @@ class Workflow:
         turn = Turn(answers=dict(state.answers), engine=root)
         runner = Runner(self, state, sink, session, scope=scope, turn=turn, progress=root)
         root.runner = runner
+        if turn_data is not None and not answers:
+            # Mid-turn: what the turn produced before the checkpoint is still the turn's.
+            runner.produced.extend(turn_data[1])
         status = await runner.execute()
         if turn_data is not None:
-            finish_resumed_turn(self, session, turn_data, state, status, answers)
+            finish_resumed_turn(self, session, turn_data, state, status, answers, runner.produced)
         return status, state
 
 

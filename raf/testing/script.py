@@ -49,6 +49,8 @@ class Turn:
     """Extra HTTP headers of an `error` turn (say, Retry-After)."""
     truncate: bool = False
     """Over HTTP: end the stream abruptly, before the final chunk."""
+    reset: bool = False
+    """Over HTTP, for an `error` turn: reset the connection (TCP RST) instead of answering."""
 
 
 Script = Sequence[Turn] | Callable[[list[ChatMessage]], Turn]
@@ -114,9 +116,13 @@ def error(
     *,
     delay: float = 0.0,
     headers: dict[str, str] | None = None,
+    reset: bool = False,
 ) -> Turn:
-    """A turn failing with HTTP `status`."""
-    return Turn("error", status=status, message=message, delay=delay, headers=headers or {})
+    """A turn failing with HTTP `status`; with `reset`, over HTTP the server resets the
+    connection instead of answering (in process it fails with `status` all the same)."""
+    return Turn(
+        "error", status=status, message=message, delay=delay, headers=headers or {}, reset=reset
+    )
 
 
 def split(s: str, chunk_size: int | None) -> list[str]:

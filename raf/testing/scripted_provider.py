@@ -110,12 +110,13 @@ class ScriptedProvider:
             yield TextChunk(piece)
         calls: list[ToolCallContent] = []
         for call in turn.calls:
-            call_id = call.call_id or f"call_{next(self._ids)}"
+            call_id = valid_unicode(call.call_id or f"call_{next(self._ids)}")
+            name = valid_unicode(call.name)
             arguments = valid_json_text(call.arguments)
-            yield ToolCallStarted(call_id, call.name)
+            yield ToolCallStarted(call_id, name)
             for piece in split(arguments, turn.chunk_size or 16):
                 yield ToolCallDelta(call_id, piece)
-            calls.append(ToolCallContent(call_id=call_id, name=call.name, arguments=arguments))
+            calls.append(ToolCallContent(call_id=call_id, name=name, arguments=arguments))
         tokens_in, tokens_out = turn_usage(turn, messages)
         yield UsageReport(tokens_in, tokens_out)
         yield Completion(

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
+import struct
 import time
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, replace
@@ -79,8 +81,9 @@ class ScriptedOpenAIServer:
 
     Serves `POST /v1/chat/completions` (streamed when the body asks for `stream`, with a usage
     chunk when `stream_options.include_usage` is set) and `GET /v1/models`; anything else gets
-    404. Error turns answer with their status, an OpenAI error body and their headers; `delay`
-    waits before answering; `truncate` cuts the connection before the final chunk.
+    404. Error turns answer with their status, an OpenAI error body and their headers (or reset
+    the connection, with `reset`); `delay` waits before answering; `truncate` cuts the
+    connection before the final chunk.
 
     Args:
         script: turns played in order, or a function `(messages) -> Turn` called per call.
@@ -267,6 +270,11 @@ class ScriptedOpenAIServer:
     async def _answer(self, stream: SocketStream, turn: Turn, request: ServerRequest) -> bool:
         if turn.delay:
             await anyio.sleep(turn.delay)
+        if turn.reset:
+            # Close with a zero linger time: the kernel answers with RST, not FIN.
+            raw = stream.extra(SocketAttribute.raw_socket)
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return False
         if turn.kind == "error":
             await send_json(
                 stream, turn.status, error_body(turn.status, turn.message), headers=turn.headers
