@@ -138,14 +138,18 @@ async def run_command(
     if not shown.strip():
         raise ValueError("the command is empty; give a shell command or a program and its args")
     out, err = _Capture(max_output), _Capture(max_output)
-    process = await anyio.open_process(
-        command if isinstance(command, str) else list(command),
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    # Shielded: a cancel while the process starts would kill only its leader (asyncio closes
+    # a half-made transport that way) and leave what it started running; the cleanup below
+    # kills the whole group, and the next await sees the cancel.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            command if isinstance(command, str) else list(command),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
     timed_out = False
     try:
         async with anyio.create_task_group() as readers:
