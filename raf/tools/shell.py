@@ -141,8 +141,9 @@ async def run_command(
     # Shielded: a cancel while the process starts would kill only its leader (asyncio closes
     # a half-made transport that way) and leave what it started running; the cleanup below
     # kills the whole group, and the next await sees the cancel.
+    started: Process | None = None
     with anyio.CancelScope(shield=True):
-        process = await anyio.open_process(
+        started = await anyio.open_process(
             command if isinstance(command, str) else list(command),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
@@ -150,6 +151,8 @@ async def run_command(
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+    process = started
+    assert process is not None  # a shielded scope lets nothing else through
     timed_out = False
     try:
         async with anyio.create_task_group() as readers:
