@@ -52,11 +52,7 @@ __all__ = [
     "run_as_agent",
 ]
 
-_WAITING = WAITING
-_RUNNING = RUNNING
 _ENGINE_KEYS = (WAITING, RUNNING, FOREIGN)
-_key = key_of
-_text = text_of
 
 
 # --- waiting -------------------------------------------------------------------------------
@@ -79,7 +75,8 @@ class Waiting:
         pending = [r.request_id for r in state.requests if r.request_id not in state.answers]
         known = set(pending)
         ordered = [rid for rid in dict.fromkeys(self.order) if rid in known]
-        return ordered + [rid for rid in pending if rid not in set(ordered)]
+        streamed = set(ordered)
+        return ordered + [rid for rid in pending if rid not in streamed]
 
     def pending(self) -> list[RequestInfoUpdate]:
         """The open requests as stream items, in the order of `open_ids`."""
@@ -111,7 +108,7 @@ class Waiting:
 
 def load_waiting(session: Session, path: AgentPath, workflow: Workflow) -> Waiting | None:
     """The waiting state the agent at `path` (running `workflow`) keeps, or None."""
-    kept = session.get(_key(path, _WAITING))
+    kept = session.get(key_of(path, WAITING))
     if kept is None:
         return None
     workflow.declare_models()
@@ -150,7 +147,7 @@ def _as_history(messages: Sequence[ChatMessage], answers: dict[str, Any]) -> lis
     for message in messages:
         results = [c for c in message.contents if c.type == "tool_result" and c.call_id in answers]
         if results and message.role == "tool":
-            kept.append(ChatMessage.user("\n".join(_text(answers[r.call_id]) for r in results)))
+            kept.append(ChatMessage.user("\n".join(text_of(answers[r.call_id]) for r in results)))
         else:
             kept.append(message)
     return kept
@@ -237,7 +234,7 @@ class RootRun:
         # for calls this run did not make again.
         session = runner.session
         for key in session.keys(runner.prefix):
-            if key.endswith(_RUNNING):
+            if key.endswith(RUNNING):
                 session.pop(key)
         return await self._save(runner, runner.state, index)
 
@@ -320,7 +317,7 @@ class NestedRun:
             return None
         workflow.declare_models()
         if kept.get("graph") != workflow.fingerprint:
-            path = self.key.removesuffix(_RUNNING)
+            path = self.key.removesuffix(RUNNING)
             raise ValueError(
                 f"the checkpoint holds the state of nested workflow {path!r} from a different "
                 "graph (nodes or edges changed); resume it with the graph that wrote it"
@@ -365,7 +362,7 @@ async def run_as_agent(
     nested: NestedRun | None = None
     state: RunState | None = None
     if engine is not None and engine.checkpoints and ctx.call is not None:
-        nested = NestedRun(_key(path, _RUNNING), ctx.call, engine)
+        nested = NestedRun(key_of(path, RUNNING), ctx.call, engine)
         state = nested.continued(session, workflow)
     if state is None:
         if waiting is None:
@@ -403,12 +400,12 @@ async def run_as_agent(
     if status == "waiting":
         order = [*(waiting.order if waiting is not None else ()), *turn.asked]
         kept = Waiting(state, order, waiting.recorded if waiting is not None else [])
-        session.set(_key(path, _WAITING), kept.to_json())
+        session.set(key_of(path, WAITING), kept.to_json())
         return AgentResponse(
             messages=list(runner.produced), usage=usage, status="waiting", pending=kept.pending()
         )
     if waiting is not None:
-        session.pop(_key(path, _WAITING))
+        session.pop(key_of(path, WAITING))
     return _response(state, usage)
 
 
@@ -465,10 +462,10 @@ def _write_turn(
         kept = load_waiting(session, path, workflow)
         assert kept is not None
         kept.recorded = [*recorded, *new]
-        session.set(_key(path, _WAITING), kept.to_json())
+        session.set(key_of(path, WAITING), kept.to_json())
     else:
         history = _drop_last(history, _without(recorded, messages))
-    session.set(_key(path, "#history"), [*history, *new])
+    session.set(key_of(path, "#history"), [*history, *new])
     return new
 
 
@@ -489,7 +486,7 @@ def answer_messages(state: RunState, responses: Mapping[str, Any]) -> list[ChatM
     """The answers a resume gives (`responses`), as the history keeps them: user messages, in
     the order of the requests."""
     ids = [r.request_id for r in state.requests if r.request_id in responses]
-    return [ChatMessage.user(_text(responses[rid])) for rid in ids]
+    return [ChatMessage.user(text_of(responses[rid])) for rid in ids]
 
 
 def finish_resumed_turn(
@@ -508,7 +505,7 @@ def finish_resumed_turn(
     order = [r.request_id for r in state.requests]
     if status == "failed":
         return
-    history = session.get_as(_key(record.path, "#history"), message_list_adapter) or []
+    history = session.get_as(key_of(record.path, "#history"), message_list_adapter) or []
     # The history as the turn found it: a live session may hold what the turn wrote since.
     written = [*history[: record.base], *record.entered]
     recorded = list(record.recorded)
@@ -518,10 +515,10 @@ def finish_resumed_turn(
         written += [*before, *answers]
         recorded += before
     if status == "waiting":
-        session.set(_key(record.path, _WAITING), Waiting(state, order, recorded).to_json())
+        session.set(key_of(record.path, WAITING), Waiting(state, order, recorded).to_json())
         messages = produced
     else:
-        session.pop(_key(record.path, _WAITING))
+        session.pop(key_of(record.path, WAITING))
         messages = _response(state, Usage()).messages
     _write_turn(session, record.path, workflow, written, recorded, messages, status)
 

@@ -128,7 +128,11 @@ class Runner:
         self.prefix = "/".join(scope) + "/" if scope else ""
         self.agent_context = agent_context
         self.turn: Turn = (
-            agent_context.turn if agent_context is not None else turn if turn else Turn()
+            agent_context.turn
+            if agent_context is not None
+            else turn
+            if turn is not None
+            else Turn()
         )
         self.progress = progress
         self.call = call
