@@ -1,17 +1,33 @@
-"""`SessionWriter`: one top-level run at a time per session, later ones rejected or queued.
+"""One top-level run at a time per session, later ones rejected or queued.
 
-Each `Session` owns one. A run claims it before its first item and releases it when its body
-ends; a run that waits (`RunOptions(on_busy="wait")`) queues first come, first served, and the
-writer passes straight from one run to the next, so no third run can slip in between.
+`SessionWriter`: each `Session` owns one. A run claims it before its first item and releases it
+when its body ends; a run that waits (`RunOptions(on_busy="wait")`) queues first come, first
+served, and the writer passes straight from one run to the next, so no third run can slip in
+between. `claim_session` adds the lock of the session's store, when it has one
+(`raf.stores.base.SessionLocking`), which holds the session among every process sharing it.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, cast
 
 import anyio
 
-__all__ = ["SessionWriter"]
+from raf.errors import SessionBusy
+
+if TYPE_CHECKING:
+    from raf.session import Session
+    from raf.stores.base import SessionLock
+    from raf.updates import AgentPath
+
+    LockSession = Callable[..., Awaitable[SessionLock | None]]
+
+__all__ = ["Release", "SessionWriter", "claim_session"]
+
+Release = Callable[[], Awaitable[None]]
+"""Ends a run's hold on its session (shielded from cancellation; never raises)."""
 
 
 class SessionWriter:
@@ -58,3 +74,47 @@ class SessionWriter:
             self._queue.popleft().set()
         else:
             self._busy = False
+
+
+async def claim_session(session: Session, *, wait: bool, path: AgentPath = ()) -> Release:
+    """Hold `session` for one top-level run: its own writer, then its store's lock, if any.
+
+    Raises:
+        SessionBusy: another run holds the session (in this process, or in another one
+            sharing its store) and `wait` is False. With `wait`, the run waits its turn.
+    """
+    writer = session.writer
+    if wait:
+        await writer.claim()
+    elif not writer.try_claim():
+        raise SessionBusy(session.id, path=path)
+    store = session.store
+    lock_session = None if store is None else getattr(store, "lock_session", None)
+    if lock_session is None:
+        return _releasing(writer)
+    lock_session = cast("LockSession", lock_session)
+    try:
+        lock = await lock_session(session.id, wait=wait)
+    except BaseException:
+        writer.release()
+        raise
+    if lock is None:
+        writer.release()
+        raise SessionBusy(session.id, path=path)
+    release_lock = lock.release
+
+    async def release() -> None:
+        try:
+            with anyio.CancelScope(shield=True):
+                await release_lock()
+        finally:
+            writer.release()
+
+    return release
+
+
+def _releasing(writer: SessionWriter) -> Release:
+    async def release() -> None:
+        writer.release()
+
+    return release

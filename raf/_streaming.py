@@ -28,6 +28,12 @@ STREAM_BUFFER = 256
 Send = Callable[[T], Awaitable[None]]
 """Hands one item to the consumer."""
 
+Release = Callable[[], Awaitable[None]]
+"""Gives back what a stream's admission claimed."""
+
+Admit = Callable[[], Awaitable[Release]]
+"""Claims what a stream needs before its body starts (a session); returns how to release it."""
+
 
 def unwrap_group(error: BaseException) -> BaseException:
     """The only exception of a (nested) single-member exception group, else `error`."""
@@ -62,12 +68,14 @@ class ProducerStream(Generic[T, R]):
     without `async with`.
     """
 
-    __slots__ = ("_body", "_error", "_receive", "_state", "_tg", "result")
+    __slots__ = ("_admission", "_body", "_error", "_receive", "_release", "_state", "_tg", "result")
 
     misuse = "enter the stream with `async with` before iterating it"
 
-    def __init__(self, body: Callable[[Send[T]], Awaitable[R]]) -> None:
+    def __init__(self, body: Callable[[Send[T]], Awaitable[R]], admit: Admit | None = None) -> None:
         self._body = body
+        self._admission = admit
+        self._release: Release | None = None
         self._state = "new"
         self._error: BaseException | None = None
         self._tg: TaskGroup | None = None
@@ -83,10 +91,17 @@ class ProducerStream(Generic[T, R]):
         self._state = "started"
 
     async def _admit(self) -> None:
-        """Called once before the body starts (it may wait, or raise to refuse the run)."""
+        """Run `admit` once before the body starts (it may wait, or raise to refuse the run)."""
+        if self._admission is not None:
+            self._release = await self._admission()
 
-    def _dismiss(self) -> None:
-        """Called when the body has ended, or will not run; may be called more than once."""
+    async def _dismiss(self) -> None:
+        """Release what `admit` claimed, once the body has ended or will not run (shielded
+        from cancellation; may be called more than once)."""
+        release, self._release = self._release, None
+        if release is not None:
+            with anyio.CancelScope(shield=True):
+                await release()
 
     async def __aenter__(self) -> AsyncIterator[T]:
         self._claim()
@@ -94,7 +109,7 @@ class ProducerStream(Generic[T, R]):
         try:
             return await self._start()
         except BaseException:
-            self._dismiss()
+            await self._dismiss()
             raise
 
     async def _start(self) -> AsyncIterator[T]:
@@ -124,7 +139,7 @@ class ProducerStream(Generic[T, R]):
                 await tg.__aexit__(None, None, None)
         finally:
             receive.close()
-            self._dismiss()
+            await self._dismiss()
         return None
 
     def __aiter__(self) -> AsyncIterator[T]:
@@ -145,7 +160,7 @@ class ProducerStream(Generic[T, R]):
             except Exception as exc:
                 self._error = unwrap_group(exc)
             finally:
-                self._dismiss()
+                await self._dismiss()
         self._state = "finished"
 
     def _take_error(self) -> BaseException | None:

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from raf._single_writer import Release, claim_session
 from raf.budget import Budget, BudgetTracker
-from raf.errors import AgentError, BudgetExceeded, RunTimeout, SessionBusy
+from raf.errors import AgentError, BudgetExceeded, RunTimeout
 from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_adapter
 from raf.run import AgentRun as AgentRun
 from raf.run import Emit, RunContext
@@ -90,8 +91,9 @@ class RunOptions(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())
     """Free-form data for your own agents and tools; each run gets its own copy."""
     on_busy: Literal["reject", "wait"] = "reject"
-    """What a run does when another top-level run of its session is in progress: raise
-    `SessionBusy` (`reject`), or queue behind it, first come first served (`wait`)."""
+    """What a run does when another top-level run of its session is in progress (in this
+    process, or in another sharing its store): raise `SessionBusy` (`reject`), or queue behind
+    it, first come first served (`wait`)."""
 
 
 def default_options() -> RunOptions:
@@ -266,13 +268,9 @@ class BaseAgent(ABC):
                 path=ctx.path,
             )
 
-        async def admit() -> Callable[[], None]:
-            writer = run_session.writer
-            if run_options.on_busy == "wait":
-                await writer.claim()
-            elif not writer.try_claim():
-                raise SessionBusy(run_session.id, path=(self._id,))
-            return writer.release
+        def admit() -> Awaitable[Release]:
+            wait = run_options.on_busy == "wait"
+            return claim_session(run_session, wait=wait, path=(self._id,))
 
         return AgentRun(body, admit)
 

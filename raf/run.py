@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from raf._streaming import ProducerStream, single_exceptions
+from raf._streaming import Admit, ProducerStream, single_exceptions
 from raf.providers.seat import Prefixes, Presented
 from raf.updates import AgentPath, AgentResponse, AgentUpdate
 
@@ -108,10 +108,6 @@ class RunContext:
             self.budget.charge_tokens(tokens, self.path)
 
 
-Admit = Callable[[], Awaitable[Callable[[], None]]]
-"""Claims what a run needs before it starts (its session); returns how to release it."""
-
-
 class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
     """One run of an agent: `async with` it to stream, or `await .collect()`.
 
@@ -122,23 +118,12 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
         ...             print(update.type, update.path)
     """
 
-    __slots__ = ("_admission", "_release")
+    __slots__ = ()
 
     def __init__(
         self, body: Callable[[Emit], Awaitable[AgentResponse]], admit: Admit | None = None
     ) -> None:
-        super().__init__(body)
-        self._admission = admit
-        self._release: Callable[[], None] | None = None
-
-    async def _admit(self) -> None:
-        if self._admission is not None:
-            self._release = await self._admission()
-
-    def _dismiss(self) -> None:
-        release, self._release = self._release, None
-        if release is not None:
-            release()
+        super().__init__(body, admit)
 
     misuse = (
         "an AgentRun streams inside its context manager: write "
@@ -169,6 +154,6 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
             with single_exceptions():
                 response = await self._body(discard)
         finally:
-            self._dismiss()
+            await self._dismiss()
         self.result = response
         return response

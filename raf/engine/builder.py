@@ -60,6 +60,11 @@ class WorkflowBuilder:
     """
 
     def __init__(self, id: str) -> None:
+        if not isinstance(id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"WorkflowBuilder takes the workflow's id, a string, not {id!r}: write "
+                "WorkflowBuilder('review').add_executor(node).set_start(node)"
+            )
         self._id = id
         self._executors: dict[str, Executor] = {}
         self._duplicates: list[str] = []

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from raf._single_writer import claim_session
 from raf.engine.checkpointing import read_checkpoint
 from raf.engine.edges import Edge, Route
 from raf.engine.events import CheckpointSaved, RequestInfo, WorkflowEvent, WorkflowFailed
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from raf.engine.facade import WorkflowAgent
-    from raf.stores.base import CheckpointStore
+    from raf.stores.base import Checkpoint, CheckpointStore
 
 __all__ = ["Workflow", "WorkflowResult"]
 
@@ -276,7 +277,12 @@ class Workflow:
         return WorkflowStream(lambda sink: self._start_run(input, session, sink))
 
     async def run(self, input: Any, session: Session | None = None) -> WorkflowResult:
-        """Run on `input` to the end and return the `WorkflowResult` (failures included)."""
+        """Run on `input` to the end and return the `WorkflowResult` (failures included).
+
+        Raises:
+            SessionBusy: another run of `session` is in progress (in this process, or in
+                another one sharing its store).
+        """
         collector = _Collector()
         status, state = await self._start_run(input, session, collector)
         return _result(status, state, collector.events)
@@ -310,6 +316,8 @@ class Workflow:
             KeyError: when the store has no such checkpoint.
             ValueError: when the checkpoint belongs to another workflow or graph, or a
                 response answers no pending request.
+            SessionBusy: another run of the checkpoint's session is in progress (in this
+                process, or in another one sharing `store`).
         """
         collector = _Collector()
         status, state = await self._resume_run(checkpoint_id, store, responses, session, collector)
@@ -327,7 +335,13 @@ class Workflow:
         progress = root if root.checkpoints else None
         runner = Runner(self, state, sink, run_session, turn=turn, progress=progress)
         root.runner = runner
-        return await runner.execute(), state
+        if session is None:
+            return await runner.execute(), state
+        release = await claim_session(session, wait=False, path=(self._id,))
+        try:
+            return await runner.execute(), state
+        finally:
+            await release()
 
     async def _resume_run(
         self,
@@ -337,14 +351,6 @@ class Workflow:
         session: Session | None,
         sink: EventSink,
     ) -> tuple[RunStatus, RunState]:
-        from raf.engine.protocol import (
-            RootRun,
-            TurnRecord,
-            answer_messages,
-            finish_resumed_turn,
-            restore_session,
-        )
-
         self.declare_models()
         checkpoint = await store.load(checkpoint_id)
         state, scope, snapshot = read_checkpoint(
@@ -359,6 +365,32 @@ class Workflow:
             )
         if session is None:
             session = Session(id=checkpoint.session_id, store=store)
+        release = await claim_session(session, wait=False, path=(self._id,))
+        try:
+            return await self._resume_held(
+                state, scope, snapshot, checkpoint, responses, session, sink
+            )
+        finally:
+            await release()
+
+    async def _resume_held(
+        self,
+        state: RunState,
+        scope: tuple[str, ...],
+        snapshot: dict[str, Any],
+        checkpoint: Checkpoint,
+        responses: Mapping[str, Any] | None,
+        session: Session,
+        sink: EventSink,
+    ) -> tuple[RunStatus, RunState]:
+        from raf.engine.protocol import (
+            RootRun,
+            TurnRecord,
+            answer_messages,
+            finish_resumed_turn,
+            restore_session,
+        )
+
         restore_session(session, snapshot, scope)
         data = checkpoint.data.get("turn")
         turn_data = None if data is None else TurnRecord.from_json(data)

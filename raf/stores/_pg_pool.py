@@ -40,7 +40,7 @@ class ConnectionPool:
         if max_size < 1:
             raise ValueError(f"max_connections must be at least 1, not {max_size}")
         self._dsn = dsn
-        self._connect_options = _connect_options(dsn)
+        self._options = connect_options(dsn)
         self._limiter = anyio.CapacityLimiter(max_size)
         self._idle: list[Connection] = []
         self._closed = False
@@ -50,9 +50,7 @@ class ConnectionPool:
         async with self._limiter:
             if self._closed:
                 raise anyio.ClosedResourceError("the PostgreSQL store is closed")
-            lease = _Lease(
-                self._dsn, self._connect_options, self._idle.pop() if self._idle else None
-            )
+            lease = Lease(self._dsn, self._options, self._idle.pop() if self._idle else None)
             try:
                 return await run_interruptible(partial(lease.run, operation), lease.interrupt)
             finally:
@@ -72,7 +70,7 @@ class ConnectionPool:
                 await to_thread.run_sync(connection.close)
 
 
-class _Lease:
+class Lease:
     """One operation's hold on a connection; `run` runs in the worker thread.
 
     `interrupt` (from another thread) cancels the statement in progress. A cancel request that
@@ -130,7 +128,7 @@ class _Lease:
                 connection.rollback()
 
 
-def _connect_options(dsn: str) -> dict[str, Any]:
+def connect_options(dsn: str) -> dict[str, Any]:
     """Keyword arguments for `psycopg.connect`: the default connect timeout, unless set."""
     if "connect_timeout" in conninfo_to_dict(dsn) or "PGCONNECT_TIMEOUT" in os.environ:
         return {}

@@ -111,3 +111,34 @@ class EventLog(Protocol):
     async def get(self, digest: str) -> bytes:
         """The content stored under `digest`; raises `KeyError` when unknown."""
         ...
+
+
+class SessionLock(Protocol):
+    """One run's hold on a session, given by `SessionLocking.lock_session`."""
+
+    async def release(self) -> None:
+        """Let the next run have the session; idempotent, and never raises."""
+        ...
+
+
+@runtime_checkable
+class SessionLocking(Protocol):
+    """A store that keeps a session single-writer among every process sharing it.
+
+    raf takes the lock of a session whose `store` has one for each top-level run, after the
+    session object's own (in-process) writer: so two workers on one database never run one
+    session at the same time. The lock is the process's: it goes when the process dies.
+
+    Example:
+        >>> async def run_alone(store: SessionLocking, session_id: str) -> bool:
+        ...     lock = await store.lock_session(session_id, wait=False)
+        ...     if lock is None:
+        ...         return False  # another run of the session is in progress
+        ...     await lock.release()
+        ...     return True
+    """
+
+    async def lock_session(self, session_id: str, *, wait: bool) -> SessionLock | None:
+        """Take `session_id` for one run: None when another run holds it and `wait` is False;
+        with `wait`, wait until it is free (first come, first served within a process)."""
+        ...

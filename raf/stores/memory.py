@@ -24,6 +24,7 @@ import anyio.lowlevel
 
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
+from raf.stores._session_locks import SessionLockingStore, SessionLocks
 from raf.stores.base import Checkpoint, StoredEvent
 
 __all__ = ["MemoryCheckpointStore"]
@@ -41,12 +42,13 @@ class _LoggedEvent(NamedTuple):
     data: str
 
 
-class MemoryCheckpointStore(ClosingStore):
+class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
     """A `CheckpointStore` and `EventLog` that lives as long as the object; for tests and demos.
 
     Checkpoints and events come back as new objects parsed from stored JSON, so changing one
     after saving it never changes what the store holds. Ids order `list`, `latest` and `events`
-    (ids from `raf.stores.new_id()` sort by creation time).
+    (ids from `raf.stores.new_id()` sort by creation time). Two `Session` objects with one id
+    on one store run one at a time, as runs of one `Session` object do.
 
     Example:
         >>> from raf.session import Session
@@ -58,6 +60,7 @@ class MemoryCheckpointStore(ClosingStore):
         self._events: list[_LoggedEvent] = []
         self._event_ids: set[str] = set()
         self._objects: dict[str, bytes] = {}
+        self._session_locks = SessionLocks()
 
     async def __aenter__(self) -> Self:
         return self

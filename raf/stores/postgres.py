@@ -18,6 +18,7 @@ import anyio
 
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
+from raf.stores._session_locks import SessionLockingStore, SessionLocks
 from raf.stores.base import Checkpoint, StoredEvent
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
     from psycopg import sql
 
+    from raf.stores._pg_locks import AdvisoryLocks
     from raf.stores._pg_pool import Connection, ConnectionPool
     from raf.stores._pg_sql import Queries
 
@@ -33,13 +35,15 @@ __all__ = ["PostgresCheckpointStore"]
 T = TypeVar("T")
 
 
-class PostgresCheckpointStore(ClosingStore):
+class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
     """A `CheckpointStore` and `EventLog` in PostgreSQL, for several workers sharing runs.
 
     Every write is one transaction; any worker's store object sees what the others saved.
     Ids order `list`, `latest` and `events` (compared byte-wise, as in the other stores; ids
     from `raf.stores.new_id()` sort by creation time). Cancelling a caller cancels its
-    statement on the server (say, one waiting for a lock) and rolls it back.
+    statement on the server (say, one waiting for a lock) and rolls it back. A session runs on
+    one worker at a time: each run holds an advisory lock on it (on a connection of its own),
+    which PostgreSQL lets go when the worker dies.
 
     Args:
         dsn: a libpq connection string, say `"postgresql://user@host:5432/db"`. Connecting
@@ -58,6 +62,7 @@ class PostgresCheckpointStore(ClosingStore):
 
     def __init__(self, dsn: str, *, schema: str | None = None, max_connections: int = 4) -> None:
         try:
+            from raf.stores._pg_locks import AdvisoryLocks
             from raf.stores._pg_pool import ConnectionPool
             from raf.stores._pg_sql import Queries
         except ImportError as error:
@@ -68,6 +73,8 @@ class PostgresCheckpointStore(ClosingStore):
         self.schema = schema
         self._pool: ConnectionPool = ConnectionPool(dsn, max_size=max_connections)
         self._queries: Queries = Queries(schema)
+        self._advisory: AdvisoryLocks = AdvisoryLocks(dsn, schema or "")
+        self._session_locks = SessionLocks(self._advisory.acquire)
         self._ready = False
         self._ready_lock = anyio.Lock()
 
@@ -85,6 +92,7 @@ class PostgresCheckpointStore(ClosingStore):
     async def aclose(self) -> None:
         """Close the connections; idempotent. Using the store afterwards raises `ClosedResourceError`."""
         await self._pool.aclose()
+        await self._advisory.aclose()
 
     async def save(self, checkpoint: Checkpoint) -> None:
         """Store `checkpoint` in one transaction (replacing one with the same id).

@@ -32,7 +32,9 @@ from anyio import to_thread
 
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
+from raf.stores._file_locks import FileLocks
 from raf.stores._interruptible import Interrupted, run_interruptible
+from raf.stores._session_locks import Release, SessionLockingStore, SessionLocks
 from raf.stores.base import Checkpoint, StoredEvent
 
 __all__ = ["SqliteCheckpointStore"]
@@ -82,12 +84,15 @@ _FIRST_RETRY_SECONDS = 0.001
 _LONGEST_RETRY_SECONDS = 0.05
 
 
-class SqliteCheckpointStore(ClosingStore):
+class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
     """A `CheckpointStore` and `EventLog` in one SQLite file (WAL), safe against a killed process.
 
     The file is opened on first use (or on `async with`) and created with its tables when
     missing; a new store object on the same file sees everything saved before. Ids order
-    `list`, `latest` and `events` (ids from `raf.stores.new_id()` sort by creation time).
+    `list`, `latest` and `events` (ids from `raf.stores.new_id()` sort by creation time). A
+    session runs in one process at a time: each run locks it in `PATH-sessions`, a file beside
+    the database, and the lock goes when the process dies (on Linux; elsewhere a session is
+    single-writer within each process).
 
     Args:
         path: the database file; `":memory:"` keeps it in memory for this object only.
@@ -102,6 +107,9 @@ class SqliteCheckpointStore(ClosingStore):
         self._lock = anyio.Lock()
         self._connection: sqlite3.Connection | None = None
         self._closed = False
+        shared = self.path != ":memory:" and FileLocks.supported()
+        self._file_locks = FileLocks(self.path + "-sessions") if shared else None
+        self._session_locks = SessionLocks(self._acquire_elsewhere if shared else None)
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointStore({self.path!r})"
@@ -118,6 +126,8 @@ class SqliteCheckpointStore(ClosingStore):
                 connection, self._connection = self._connection, None
                 if connection is not None:
                     await to_thread.run_sync(connection.close)
+                if self._file_locks is not None:
+                    self._file_locks.close()
 
     async def save(self, checkpoint: Checkpoint) -> None:
         """Store `checkpoint` in one transaction (replacing one with the same id).
@@ -200,6 +210,11 @@ class SqliteCheckpointStore(ClosingStore):
         if row is None:
             raise _records.unknown_content(digest)
         return row[0]
+
+    async def _acquire_elsewhere(self, session_id: str, wait: bool) -> Release | None:
+        if self._closed or self._file_locks is None:
+            raise anyio.ClosedResourceError("the SQLite store is closed")
+        return await self._file_locks.acquire(session_id, wait)
 
     async def _fetch_one(self, query: str, parameters: tuple[str, ...]) -> Any:
         """The first row of `query` or None (sqlite3 rows are untyped; callers annotate them)."""

@@ -256,3 +256,12 @@ def test_an_unusable_workflow_id_fails_at_build(workflow_id: str, check_structur
         builder.build(check_structure=check_structure)
     assert info.value.ids == (workflow_id,)
     assert repr(workflow_id) in str(info.value)
+
+
+def test_a_workflow_builder_given_a_node_for_its_id_says_what_to_pass() -> None:
+    async def ask(value: object, ctx: NodeContext) -> None:
+        del value, ctx
+
+    node = FunctionExecutor("ask", ask)
+    with pytest.raises(TypeError, match=r"WorkflowBuilder takes the workflow's id, a string"):
+        WorkflowBuilder(node)  # type: ignore[arg-type]

@@ -21,6 +21,8 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.reliability.processes import read_line
+
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,13 +54,8 @@ async def run_child(
             command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         async with process:
-            assert process.stdout is not None
-            line = b""
-            async for chunk in process.stdout:
-                line += chunk
-                if b"\n" in line:
-                    break
-            assert line.decode().strip() == f"AT {point}", line
+            line = await read_line(process)
+            assert line == f"AT {point}", line
             process.send_signal(signal.SIGKILL)
             assert await process.wait() == -signal.SIGKILL
     return None

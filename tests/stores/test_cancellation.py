@@ -274,11 +274,11 @@ def test_postgres_the_dsn_or_environment_can_set_the_connect_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytest.importorskip("psycopg")
-    from raf.stores._pg_pool import CONNECT_TIMEOUT_SECONDS, _connect_options
+    from raf.stores._pg_pool import CONNECT_TIMEOUT_SECONDS, connect_options
 
     monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
-    assert _connect_options("postgresql://h/db") == {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
-    assert _connect_options("postgresql://h/db?connect_timeout=3") == {}
-    assert _connect_options("host=h dbname=db connect_timeout=0") == {}
+    assert connect_options("postgresql://h/db") == {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+    assert connect_options("postgresql://h/db?connect_timeout=3") == {}
+    assert connect_options("host=h dbname=db connect_timeout=0") == {}
     monkeypatch.setenv("PGCONNECT_TIMEOUT", "7")
-    assert _connect_options("postgresql://h/db") == {}
+    assert connect_options("postgresql://h/db") == {}

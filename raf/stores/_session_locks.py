@@ -1,0 +1,122 @@
+"""`SessionLocks`: the sessions one store object lets run, in this process and beyond it.
+
+Every store keeps a table of the session ids its runs hold in this process, with a first come,
+first served queue per id (a `SessionWriter` each), so two `Session` objects with one id and
+one store never run at once. A store shared between processes adds its own lock behind it
+(`Acquire`: a PostgreSQL advisory lock, an OS lock on a file next to the SQLite database),
+taken only by the run that holds the id here, so a process asks for each session once at a
+time.
+
+Example:
+    >>> import anyio
+    >>> async def main() -> tuple[bool, bool]:
+    ...     locks = SessionLocks()
+    ...     first = await locks.lock_session("chat-1", wait=False)
+    ...     second = await locks.lock_session("chat-1", wait=False)
+    ...     assert first is not None
+    ...     await first.release()
+    ...     return second is None, await locks.lock_session("chat-1", wait=False) is not None
+    >>> anyio.run(main)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from raf._single_writer import SessionWriter
+from raf.stores.base import SessionLock
+
+__all__ = ["Acquire", "Release", "SessionLockingStore", "SessionLocks"]
+
+Release = Callable[[], Awaitable[None]]
+"""Gives a session's lock back (runs shielded from cancellation, never raises)."""
+
+Acquire = Callable[[str, bool], Awaitable[Release | None]]
+"""Takes the lock of a session id beyond this process (waiting when told to): how to release
+it, or None when another process holds it."""
+
+
+class SessionLocks:
+    """The session ids held through one store, in this process, then (with `beyond`) elsewhere."""
+
+    __slots__ = ("_beyond", "_writers")
+
+    def __init__(self, beyond: Acquire | None = None) -> None:
+        self._writers: dict[str, SessionWriter] = {}
+        self._beyond = beyond
+
+    async def lock_session(self, session_id: str, *, wait: bool) -> SessionLock | None:
+        """Hold `session_id` for one run; see `raf.stores.base.SessionLocking`."""
+        writer = self._writers.get(session_id)
+        if writer is None:
+            writer = self._writers[session_id] = SessionWriter()
+        if wait:
+            try:
+                await writer.claim()
+            except BaseException:
+                self._forget_if_free(session_id, writer)
+                raise
+        elif not writer.try_claim():
+            return None
+        if self._beyond is None:
+            return _Held(self, session_id, writer, None)
+        try:
+            release = await self._beyond(session_id, wait)
+        except BaseException:
+            self._give_back(session_id, writer)
+            raise
+        if release is None:
+            self._give_back(session_id, writer)
+            return None
+        return _Held(self, session_id, writer, release)
+
+    def _give_back(self, session_id: str, writer: SessionWriter) -> None:
+        writer.release()
+        self._forget_if_free(session_id, writer)
+
+    def _forget_if_free(self, session_id: str, writer: SessionWriter) -> None:
+        if not writer.busy and self._writers.get(session_id) is writer:
+            del self._writers[session_id]
+
+
+class _Held:
+    """A run's hold on a session id: the lock beyond the process first, then the id here."""
+
+    __slots__ = ("_locks", "_release", "_session_id", "_writer")
+
+    def __init__(
+        self, locks: SessionLocks, session_id: str, writer: SessionWriter, release: Release | None
+    ) -> None:
+        self._locks = locks
+        self._session_id = session_id
+        self._writer: SessionWriter | None = writer
+        self._release = release
+
+    async def release(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        release, self._release = self._release, None
+        try:
+            if release is not None:
+                with anyio.CancelScope(shield=True):
+                    await release()
+        finally:
+            self._locks._give_back(self._session_id, writer)  # pyright: ignore[reportPrivateUsage]
+
+
+class SessionLockingStore:
+    """What a store mixes in to keep its sessions single-writer: `lock_session`, answered by
+    the `SessionLocks` it sets up as `_session_locks`."""
+
+    __slots__ = ()
+
+    _session_locks: SessionLocks
+
+    async def lock_session(self, session_id: str, *, wait: bool) -> SessionLock | None:
+        """Hold `session_id` for one run: None when another run holds it and `wait` is False;
+        with `wait`, wait for it (see `raf.stores.base.SessionLocking`)."""
+        return await self._session_locks.lock_session(session_id, wait=wait)
