@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 
+from raf._streaming import Release
 from raf.errors import SessionBusy
 
 if TYPE_CHECKING:
@@ -25,9 +26,6 @@ if TYPE_CHECKING:
     LockSession = Callable[..., Awaitable[SessionLock | None]]
 
 __all__ = ["Release", "SessionWriter", "claim_session"]
-
-Release = Callable[[], Awaitable[None]]
-"""Ends a run's hold on its session (shielded from cancellation; never raises)."""
 
 
 class SessionWriter:

@@ -29,7 +29,8 @@ Send = Callable[[T], Awaitable[None]]
 """Hands one item to the consumer."""
 
 Release = Callable[[], Awaitable[None]]
-"""Gives back what a stream's admission claimed."""
+"""Gives back what a stream's admission claimed. It runs where the stream may be cancelled:
+one that awaits shields itself from cancellation."""
 
 Admit = Callable[[], Awaitable[Release]]
 """Claims what a stream needs before its body starts (a session); returns how to release it."""
@@ -96,12 +97,11 @@ class ProducerStream(Generic[T, R]):
             self._release = await self._admission()
 
     async def _dismiss(self) -> None:
-        """Release what `admit` claimed, once the body has ended or will not run (shielded
-        from cancellation; may be called more than once)."""
+        """Release what `admit` claimed, once the body has ended or will not run; may be
+        called more than once."""
         release, self._release = self._release, None
         if release is not None:
-            with anyio.CancelScope(shield=True):
-                await release()
+            await release()
 
     async def __aenter__(self) -> AsyncIterator[T]:
         self._claim()

@@ -27,12 +27,10 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from raf._single_writer import SessionWriter
+from raf._streaming import Release
 from raf.stores.base import SessionLock
 
 __all__ = ["Acquire", "Release", "SessionLockingStore", "SessionLocks"]
-
-Release = Callable[[], Awaitable[None]]
-"""Gives a session's lock back (runs shielded from cancellation, never raises)."""
 
 Acquire = Callable[[str, bool], Awaitable[Release | None]]
 """Takes the lock of a session id beyond this process (waiting when told to): how to release
