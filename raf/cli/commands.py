@@ -82,7 +82,17 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> int:
     where = f"http://{args.host}:{args.port}/" if args.port else "a free port (see below)"
     console.print(f"[dim]serving {agent.id!r} over AG-UI, the web page at {where}; Ctrl-C stops[/]")
     try:
-        anyio.run(partial(serve, agent, host=args.host, port=args.port, token=args.token))
+        anyio.run(
+            partial(
+                serve,
+                agent,
+                host=args.host,
+                port=args.port,
+                token=args.token,
+                allowed_hosts=args.allow_host,
+                allowed_origins=args.allow_origin,
+            )
+        )
     except KeyboardInterrupt:  # uvicorn shut down cleanly first
         return EXIT_INTERRUPTED
     return 0

@@ -74,6 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
     serve.add_argument("--port", type=int, default=8000, help="port (0: a free one)")
     serve.add_argument("--token", help="bearer token the API requires (default: $RAF_TOKEN)")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="a host name the server is reached by (repeatable; default: loopback and --host)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web origin whose pages may call the API, say https://app.example.com (repeatable)",
+    )
     serve.set_defaults(handler=cmd_serve)
 
     acp = commands.add_parser("acp", help="serve an agent to ACP editors over stdio")

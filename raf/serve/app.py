@@ -8,6 +8,8 @@ Routes:
 
 With a token (`token=` or `RAF_TOKEN`) every `/agents` route wants `Authorization: Bearer
 <token>` and answers 401 without it; the page itself holds no data and asks for the token.
+Requests to a host name the app does not know, and POSTs from other web origins or without a
+JSON body, are refused before any route (`raf.serve.guard`).
 
 Example:
     >>> from raf import FunctionAgent
@@ -30,6 +32,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -37,6 +40,7 @@ from starlette.staticfiles import StaticFiles
 
 from raf.agent import IAgent
 from raf.registry import AgentRegistry
+from raf.serve.guard import GuardMiddleware, RequestGuard
 from raf.serve.streaming import stream_run
 from raf.serve.threads import Threads, ThreadStore
 from raf.stores import SqliteCheckpointStore
@@ -54,6 +58,8 @@ def create_app(
     store: ThreadStore | None = None,
     *,
     token: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] = (),
 ) -> Starlette:
     """The Starlette app serving `agents` over AG-UI, with the web page.
 
@@ -63,6 +69,12 @@ def create_app(
             `SqliteCheckpointStore` on `DEFAULT_STORE_PATH` when omitted, closed with the app.
         token: the bearer token the `/agents` routes require; `RAF_TOKEN` when omitted, no
             token when that is unset or empty.
+        allowed_hosts: the names the server is reached by (its `Host` header, any port):
+            the loopback names when omitted; `"*"` for any, `"*.example.com"` for subdomains.
+            Any other host gets 400, which stops DNS rebinding.
+        allowed_origins: web origins (`"https://app.example.com"`) besides the server's own
+            whose pages may POST to it; `"*"` for any. A POST from another origin gets 403,
+            one whose body is not `application/json` 415 (see `raf.serve.guard`).
 
     Raises:
         TypeError: when `agents` or `store` is not what is described above.
@@ -76,6 +88,7 @@ def create_app(
             "store must be a checkpoint store with an event log (a store of raf.stores), "
             f"not {type(thread_store).__name__}"
         )
+    guard = RequestGuard(allowed_hosts, allowed_origins)
     threads = Threads(thread_store)
     secret = token if token is not None else os.environ.get("RAF_TOKEN", "")
     page = resources.files("raf.serve").joinpath("static", "index.html").read_text("utf-8")
@@ -153,6 +166,7 @@ def create_app(
             Route("/agents/{path:path}/run", run_agent, methods=["POST"]),
             Route("/agents/{path:path}", show_agent, methods=["GET"]),
         ],
+        middleware=[Middleware(GuardMiddleware, guard=guard)],
         lifespan=lifespan,
     )
 

@@ -16,9 +16,12 @@ import sniffio
 from raf.agent import IAgent
 from raf.registry import AgentRegistry
 from raf.serve.app import create_app
+from raf.serve.guard import LOOPBACK_HOSTS
 from raf.serve.threads import ThreadStore
 
 __all__ = ["serve"]
+
+_EVERY_ADDRESS = frozenset({"", "0.0.0.0", "::"})
 
 
 async def serve(
@@ -28,6 +31,8 @@ async def serve(
     port: int = 8000,
     token: str | None = None,
     store: ThreadStore | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] = (),
 ) -> None:
     """Serve `agents` over HTTP on `host:port` until the server is stopped (Ctrl-C).
 
@@ -41,6 +46,10 @@ async def serve(
         port: the TCP port (0 picks a free one).
         token: the bearer token to require (`RAF_TOKEN` when omitted).
         store: where threads are kept (`create_app`'s default when omitted).
+        allowed_hosts: the names the server is reached by (`create_app`'s); when omitted,
+            the loopback names and `host` itself (unless it binds every address: then pass
+            the names it is reached by).
+        allowed_origins: other web origins whose pages may POST to it (`create_app`'s).
 
     Raises:
         ValueError: for a port outside 0..65535.
@@ -55,6 +64,10 @@ async def serve(
         )
     import uvicorn
 
-    app = create_app(agents, store, token=token)
+    if allowed_hosts is None and host not in _EVERY_ADDRESS:
+        allowed_hosts = [*LOOPBACK_HOSTS, host]
+    app = create_app(
+        agents, store, token=token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+    )
     config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
     await uvicorn.Server(config).serve()

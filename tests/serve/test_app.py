@@ -26,7 +26,7 @@ REVIEW = "newsroom/review@1#0"
 def client(app: Starlette, token: str | None = None) -> httpx2.AsyncClient:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx2.AsyncClient(
-        transport=httpx2.ASGITransport(app), base_url="http://raf.test", headers=headers
+        transport=httpx2.ASGITransport(app), base_url="http://localhost", headers=headers
     )
 
 

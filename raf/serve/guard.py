@@ -1,0 +1,127 @@
+"""`RequestGuard`: which requests the AG-UI app answers at all, before any route runs.
+
+A server on the loopback address is still reachable from every web page the user opens: a
+page can send it requests (cross-site request forgery), and a name of the page's own that
+resolves to 127.0.0.1 lets it read the answers too (DNS rebinding). So the app answers only:
+
+- requests whose `Host` is one of `allowed_hosts` (the loopback names by default; `*` allows
+  any, `*.example.com` any subdomain);
+- `POST`s whose `Origin`, when a browser sends one, is the server's own or one of
+  `allowed_origins`, and whose body is JSON (`Content-Type: application/json`), which a page
+  of another origin cannot send without asking first (CORS), and this app never agrees.
+
+Example:
+    >>> guard = RequestGuard(allowed_hosts=["raf.example.com"])
+    >>> guard.allows_host("raf.example.com:8443"), guard.allows_host("evil.test")
+    (True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+__all__ = ["LOOPBACK_HOSTS", "GuardMiddleware", "RequestGuard"]
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+"""The names a server on the loopback address is reached by."""
+
+
+class RequestGuard:
+    """The `Host`, `Origin` and `Content-Type` rules of the app (see the module)."""
+
+    __slots__ = ("_any_host", "_any_origin", "_exact", "_origins", "_suffixes")
+
+    def __init__(
+        self, allowed_hosts: Sequence[str] | None = None, allowed_origins: Sequence[str] = ()
+    ) -> None:
+        hosts = [_checked("allowed_hosts", h).lower() for h in allowed_hosts or LOOPBACK_HOSTS]
+        self._any_host = "*" in hosts
+        self._suffixes = tuple(h[1:] for h in hosts if h.startswith("*."))
+        self._exact = frozenset(h.strip("[]") for h in hosts if not h.startswith("*"))
+        origins = [_checked("allowed_origins", o).lower().rstrip("/") for o in allowed_origins]
+        self._any_origin = "*" in origins
+        self._origins = frozenset(origins)
+
+    def allows_host(self, host: str) -> bool:
+        """Whether a request with this `Host` header (a port may follow) is answered."""
+        if self._any_host:
+            return True
+        name = _host_name(host)
+        return name in self._exact or any(name.endswith(s) for s in self._suffixes)
+
+    def allows_origin(self, origin: str, host: str) -> bool:
+        """Whether a request with `Origin: origin` to the server at `host` is answered."""
+        origin = origin.lower().rstrip("/")
+        if self._any_origin or origin in self._origins:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and parts.netloc == host.lower()
+
+    def refusal(self, scope: Scope) -> JSONResponse | None:
+        """The answer to an HTTP request this guard refuses (400, 403 or 415), else None."""
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
+        if not self.allows_host(host):
+            return JSONResponse(
+                {
+                    "detail": f"this server does not answer to the host {host!r}: add it to "
+                    "allowed_hosts (raf serve --allow-host NAME)"
+                },
+                status_code=400,
+            )
+        if scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            return None
+        origin = headers.get("origin")
+        if origin is not None and not self.allows_origin(origin, host):
+            return JSONResponse(
+                {
+                    "detail": f"requests from the origin {origin!r} are refused: add it to "
+                    "allowed_origins (raf serve --allow-origin ORIGIN)"
+                },
+                status_code=403,
+            )
+        kind = headers.get("content-type", "").partition(";")[0].strip().lower()
+        if kind != "application/json":
+            return JSONResponse(
+                {"detail": "send the body as JSON, with 'Content-Type: application/json'"},
+                status_code=415,
+            )
+        return None
+
+
+class GuardMiddleware:
+    """ASGI middleware: requests its `guard` refuses get the refusal and never reach `app`."""
+
+    __slots__ = ("_app", "_guard")
+
+    def __init__(self, app: ASGIApp, guard: RequestGuard) -> None:
+        self._app = app
+        self._guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = self._guard.refusal(scope) if scope["type"] == "http" else None
+        if refusal is None:
+            await self._app(scope, receive, send)
+        else:
+            await refusal(scope, receive, send)
+
+
+def _host_name(host: str) -> str:
+    """The name of a `Host` header, without its port or IPv6 brackets, in lower case."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    if host.count(":") == 1:
+        return host.partition(":")[0]
+    return host
+
+
+def _checked(argument: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"{argument} holds host names or origins as strings, not {value!r}")
+    return value.strip()
