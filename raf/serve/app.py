@@ -42,7 +42,7 @@ from raf.agent import IAgent
 from raf.registry import AgentRegistry
 from raf.serve.guard import GuardMiddleware, RequestGuard
 from raf.serve.streaming import stream_run
-from raf.serve.threads import Threads, ThreadStore
+from raf.serve.threads import Threads, ThreadStore, check_thread_id
 from raf.stores import SqliteCheckpointStore
 
 __all__ = ["DEFAULT_STORE_PATH", "create_app"]
@@ -133,7 +133,7 @@ def create_app(
         agent = registry.get(path)
         try:
             run_input = RunAgentInput.model_validate_json(await request.body())
-            thread = await threads.open(run_input.thread_id)
+            check_thread_id(run_input.thread_id)
         except ValidationError as exc:
             return JSONResponse(
                 {"detail": "the body is not an AG-UI RunAgentInput", "errors": _errors(exc)},
@@ -145,7 +145,7 @@ def create_app(
 
         async def produce() -> None:
             async with send:
-                await stream_run(agent, run_input, thread, threads, send.send)
+                await stream_run(agent, run_input, threads, send.send)
 
         return EventSourceResponse(_drain(receive), data_sender_callable=produce)
 

@@ -2,12 +2,12 @@
 
 The run happens inside the caller's task (the SSE response's sender): when the client goes
 away the response cancels that task, which leaves the agent's `async with` block and so
-cancels every task of the run. The thread is saved however the run ends, under a shield.
+cancels every task of the run. The thread is held for the whole run and saved however the run
+ends, under a shield.
 
 Example:
     >>> async def run(agent, run_input, threads, send):
-    ...     thread = await threads.open(run_input.thread_id)
-    ...     await stream_run(agent, run_input, thread, threads, send)
+    ...     await stream_run(agent, run_input, threads, send)
 """
 
 from __future__ import annotations
@@ -36,16 +36,36 @@ _ENCODER = EventEncoder()
 
 
 async def stream_run(
-    agent: IAgent, run_input: RunAgentInput, thread: Thread, threads: Threads, send: SendBytes
+    agent: IAgent, run_input: RunAgentInput, threads: Threads, send: SendBytes
 ) -> None:
-    """Run `agent` on the thread's new messages, sending AG-UI events through `send`."""
-    mapper = AguiMapper(agent, thread_id=thread.id, run_id=run_input.run_id)
+    """Run `agent` on the new messages of the input's thread, sending AG-UI events through
+    `send`; the thread is held (`Threads.hold`) from before it is read until it is saved."""
+    mapper = AguiMapper(agent, thread_id=run_input.thread_id, run_id=run_input.run_id)
 
     async def emit(events: Iterable[BaseEvent]) -> None:
         for event in events:
             await send(_ENCODER.encode(event).encode())
 
     await emit(mapper.started())
+    try:
+        async with threads.hold(run_input.thread_id) as thread:
+            await _run_on(agent, run_input, thread, threads, mapper, emit)
+    except SessionBusy as exc:
+        # Another run holds the thread, and saves it: this one never started.
+        exc.with_path((agent.id,))
+        await emit(mapper.failed(exc))
+    except ValueError as exc:  # the thread's saved state is not a thread's
+        await emit(mapper.failed(exc))
+
+
+async def _run_on(
+    agent: IAgent,
+    run_input: RunAgentInput,
+    thread: Thread,
+    threads: Threads,
+    mapper: AguiMapper,
+    emit: Callable[[Iterable[BaseEvent]], Awaitable[None]],
+) -> None:
     try:
         messages = new_messages(run_input, thread.seen)
     except ValueError as exc:
@@ -62,7 +82,7 @@ async def stream_run(
         )
         return
     run = agent.run(messages, thread.session)
-    answered = busy = False
+    answered = False
     try:
         async with run as updates:
             async for update in updates:
@@ -70,18 +90,14 @@ async def stream_run(
         answered = run.response is not None  # the stream ended without error: it has one
         if run.response is not None:
             await emit(mapper.finished(run.response))
-    except SessionBusy as exc:
-        busy = True  # another run holds the session, and saves it: this one never started
-        await emit(mapper.failed(exc))
     except Exception as exc:
         logger.warning("run of %r on thread %r failed", agent.id, thread.id, exc_info=True)
         await emit(mapper.failed(exc))
     finally:
-        if not busy:
-            with anyio.CancelScope(shield=True):
-                # What the run produced is in the thread now; its input only once taken in
-                # (a failed or cancelled turn leaves no history: the client may send it again).
-                thread.seen |= mapper.minted
-                if answered:
-                    thread.seen |= input_ids(run_input)
-                await threads.save(thread)
+        with anyio.CancelScope(shield=True):
+            # What the run produced is in the thread now; its input only once taken in
+            # (a failed or cancelled turn leaves no history: the client may send it again).
+            thread.seen |= mapper.minted
+            if answered:
+                thread.seen |= input_ids(run_input)
+            await threads.save(thread)

@@ -3,18 +3,20 @@
 A thread is one `Session` (its id is the thread id) plus the ids of the AG-UI messages it has
 taken in or produced. Each save appends the session's JSON (`Session.to_json()`) to the store's
 content store and an event of kind `raf.serve.thread` to its log; opening a thread reads the
-newest. Live threads stay in memory, one `Session` object each, so two runs on one thread meet
-the session's single-writer rule (`SessionBusy`).
+newest. A run holds its thread (`Threads.hold`) through the store's session locks, loads it
+then, and saves it before letting go: so several server workers on one database serve one
+thread in turn, each from the state the one before saved, and a second run while one holds the
+thread gets `SessionBusy`. Nothing of a thread stays in memory between runs.
 
 Example:
     >>> import anyio
     >>> from raf.stores import MemoryCheckpointStore
     >>> async def main() -> list[str]:
     ...     store = MemoryCheckpointStore()
-    ...     thread = await Threads(store).open("t1")
-    ...     thread.session.set("k", 1)
-    ...     thread.seen.add("m1")
-    ...     await Threads(store).save(thread)
+    ...     async with Threads(store).hold("t1") as thread:
+    ...         thread.session.set("k", 1)
+    ...         thread.seen.add("m1")
+    ...         await Threads(store).save(thread)
     ...     reopened = await Threads(store).open("t1")
     ...     return [str(reopened.session.get("k")), *reopened.seen]
     >>> anyio.run(main)
@@ -23,6 +25,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, Protocol, runtime_checkable
@@ -30,10 +34,13 @@ from typing import Literal, Protocol, runtime_checkable
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from raf.errors import SessionBusy
 from raf.session import Session
 from raf.stores import CheckpointStore, EventLog, StoredEvent, new_id
+from raf.stores._session_locks import SessionLocks
+from raf.stores.base import SessionLocking
 
-__all__ = ["THREAD_EVENT", "Thread", "ThreadStore", "Threads"]
+__all__ = ["THREAD_EVENT", "Thread", "ThreadStore", "Threads", "check_thread_id"]
 
 THREAD_EVENT = "raf.serve.thread"
 """Kind of the log events that hold a thread's saved state."""
@@ -70,37 +77,44 @@ class Thread:
 
 
 class Threads:
-    """Opens and saves threads in `store`; opened threads stay live in memory.
+    """Opens, holds and saves threads in `store`.
 
     Args:
-        store: where the sessions' JSON goes; also the checkpoint store of their runs.
+        store: where the sessions' JSON goes; also the checkpoint store of their runs, and
+            what holds a thread for a run (`lock_session`, which every store of `raf.stores`
+            has; a store without it holds threads within this process only).
     """
 
     def __init__(self, store: ThreadStore) -> None:
         self.store = store
-        self._live: dict[str, Thread] = {}
-        # Made on first use, on the loop that serves: an app may be built on another one.
-        self._opening: anyio.Lock | None = None
+        self._locks: SessionLocking = (
+            store if isinstance(store, SessionLocking) else SessionLocks()
+        )
 
     async def open(self, thread_id: str) -> Thread:
-        """The live thread `thread_id`, loaded from the store or new.
+        """The thread `thread_id` as last saved (new when never saved), without holding it.
 
         Raises:
             ValueError: when the id is empty, or its saved state is not a thread's.
         """
-        if not thread_id:
-            raise ValueError("threadId is empty: give each conversation a non-empty id")
-        live = self._live.get(thread_id)
-        if live is not None:
-            return live
-        if self._opening is None:
-            self._opening = anyio.Lock()
-        async with self._opening:
-            live = self._live.get(thread_id)
-            if live is None:
-                live = await self._load(thread_id)
-                self._live[thread_id] = live
-        return live
+        return await self._load(check_thread_id(thread_id))
+
+    @asynccontextmanager
+    async def hold(self, thread_id: str) -> AsyncGenerator[Thread]:
+        """The thread `thread_id` as last saved, held until the block ends; save it in there.
+
+        Raises:
+            SessionBusy: another run holds the thread (in this process, or in another one
+                sharing the store).
+            ValueError: when the id is empty, or its saved state is not a thread's.
+        """
+        lock = await self._locks.lock_session(_key(check_thread_id(thread_id)), wait=False)
+        if lock is None:
+            raise SessionBusy(thread_id)
+        try:
+            yield await self._load(thread_id)
+        finally:
+            await lock.release()
 
     async def save(self, thread: Thread) -> None:
         """Write the thread's session and seen ids as its newest state."""
@@ -125,6 +139,17 @@ class Threads:
         saved = _Saved.model_validate_json(raw)
         session = Session.from_json(saved.session, store=self.store)
         return Thread(thread_id, session, set(saved.seen))
+
+
+def check_thread_id(thread_id: str) -> str:
+    """`thread_id`, when it can name a thread.
+
+    Raises:
+        ValueError: when it is empty.
+    """
+    if not thread_id:
+        raise ValueError("threadId is empty: give each conversation a non-empty id")
+    return thread_id
 
 
 def _key(thread_id: str) -> str:

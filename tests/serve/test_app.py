@@ -182,6 +182,43 @@ async def test_a_restarted_server_continues_a_waiting_thread(tmp_path: Path) -> 
     assert text_of(events, "publish") == "Published: A short piece on the library. [yes]"
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_two_workers_on_one_database_serve_a_thread_in_turn(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Two apps (two server workers) on one database: each turn of a thread sees every turn
+    before it, whichever worker served it."""
+
+    def stores() -> tuple[Any, Any]:
+        if kind == "sqlite":
+            path = tmp_path / "threads.db"
+            return SqliteCheckpointStore(path), SqliteCheckpointStore(path)
+        from raf.stores import PostgresCheckpointStore
+
+        dsn: str = request.getfixturevalue("postgres_dsn")
+        schema: str = request.getfixturevalue("postgres_schema")
+        return (
+            PostgresCheckpointStore(dsn, schema=schema),
+            PostgresCheckpointStore(dsn, schema=schema),
+        )
+
+    def counting() -> FunctionAgent:
+        return FunctionAgent("count", lambda messages: f"{len(messages)} messages")
+
+    one, two = stores()
+    async with (
+        one,
+        two,
+        client(create_app(counting(), one)) as a,
+        client(create_app(counting(), two)) as b,
+    ):
+        said: list[str] = []
+        for index, worker in enumerate([a, b, a, b]):
+            events = await run(worker, "count", run_input("t", user(f"u{index}", "next")))
+            said.append(text_of(events, "count"))
+    assert said == ["1 messages", "3 messages", "5 messages", "7 messages"]
+
+
 async def test_a_second_run_on_a_busy_thread_gets_session_busy() -> None:
     started, gate = anyio.Event(), anyio.Event()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
+from raf import SessionBusy
 from raf.serve.threads import THREAD_EVENT, Threads
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
 
@@ -18,7 +18,6 @@ async def test_a_thread_saved_in_sqlite_opens_in_a_new_store(tmp_path: Path) -> 
     async with SqliteCheckpointStore(path) as store:
         threads = Threads(store)
         thread = await threads.open("chat")
-        assert await threads.open("chat") is thread  # live: one Session per thread
         thread.session.set("root#history", ["hi"])
         thread.seen.update({"m1", "m2"})
         await threads.save(thread)
@@ -33,20 +32,37 @@ async def test_a_thread_saved_in_sqlite_opens_in_a_new_store(tmp_path: Path) -> 
     assert again.seen == {"m1", "m2"}
 
 
-async def test_concurrent_opens_share_one_thread(tmp_path: Path) -> None:
-    async with SqliteCheckpointStore(tmp_path / "t.db") as store:
-        threads = Threads(store)
-        opened: list[object] = []
+async def test_a_held_thread_is_busy_for_every_other_holder_of_its_store(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    async with SqliteCheckpointStore(path) as store, SqliteCheckpointStore(path) as other:
+        async with Threads(store).hold("same") as thread:
+            for threads in (Threads(store), Threads(other)):
+                with pytest.raises(SessionBusy) as busy:
+                    async with threads.hold("same"):
+                        pass
+                assert busy.value.session_id == "same"
+            async with Threads(other).hold("another") as free:
+                assert free.id == "another"
+            thread.seen.add("m1")
+            await Threads(store).save(thread)
+        async with Threads(other).hold("same") as again:
+            assert again.seen == {"m1"}  # the holder's save, read once it let go
 
-        async def open_one() -> None:
-            opened.append(await threads.open("same"))
 
-        async with anyio.create_task_group() as tg:
-            for _ in range(5):
-                tg.start_soon(open_one)
-    assert len({id(t) for t in opened}) == 1
+async def test_a_thread_is_read_when_held_not_kept_from_before() -> None:
+    store = MemoryCheckpointStore()
+    stale = await Threads(store).open("t")
+    async with Threads(store).hold("t") as thread:
+        thread.seen.add("m1")
+        await Threads(store).save(thread)
+    assert stale.seen == set()
+    async with Threads(store).hold("t") as fresh:
+        assert fresh.seen == {"m1"}
 
 
 async def test_an_empty_thread_id_is_refused() -> None:
     with pytest.raises(ValueError, match="threadId is empty"):
         await Threads(MemoryCheckpointStore()).open("")
+    with pytest.raises(ValueError, match="threadId is empty"):
+        async with Threads(MemoryCheckpointStore()).hold(""):
+            pass
