@@ -26,7 +26,11 @@ from raf.updates import (
 paths = st.lists(st.text(min_size=1, max_size=4), max_size=4).map(tuple)
 text = st.text(max_size=8)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
     max_leaves=8,
 )
