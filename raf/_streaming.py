@@ -20,7 +20,8 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 T = TypeVar("T")
-R = TypeVar("R")
+# What the body returns; covariant, so that an `AgentRun[Plan]` is an `AgentRun[BaseModel]`.
+R = TypeVar("R", covariant=True)
 
 STREAM_BUFFER = 256
 """Items buffered between a producer and its consumer before the producer waits."""

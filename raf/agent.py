@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Generic, Literal, Protocol, cast, runtime_checkable
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,6 +38,7 @@ from raf.updates import (
     MessageCompleted,
     RequestInfoUpdate,
     Usage,
+    ValueT,
 )
 
 __all__ = [
@@ -131,8 +132,12 @@ class IAgent(Protocol):
         messages: MessagesInput,
         session: Session | None = None,
         options: RunOptions | None = None,
-    ) -> AgentRun:
-        """Start a run; `async with` the result to stream it, or `await .collect()`."""
+    ) -> AgentRun[Any]:
+        """Start a run; `async with` the result to stream it, or `await .collect()`.
+
+        An agent may say more about the value: `ReactAgent(..., output_schema=Plan).run()`
+        is an `AgentRun[Plan]`, which is an `AgentRun[Any]` too.
+        """
         ...
 
     async def reset(self) -> None:
@@ -163,13 +168,17 @@ def _encodes(text: str) -> bool:
     return True
 
 
-class BaseAgent(ABC):
+class BaseAgent(ABC, Generic[ValueT]):
     """Shared implementation of `IAgent`; subclasses implement `invoke`.
 
     `run()` starts a run rooted at this agent; `invoke()` does the work inside any run, with a
     `RunContext` saying where the agent sits and where its updates go. When this agent is the
     root of a run it keeps the conversation in the session, so consecutive runs continue it;
     nested agents get the conversation from their parent.
+
+    Generic in the type of its responses' value (`BaseAgent` alone is `BaseAgent[Any]`): a
+    subclass whose `invoke` returns `AgentResponse[Plan]` subclasses `BaseAgent[Plan]`, and its
+    runs are `AgentRun[Plan]`.
     """
 
     kind: ClassVar[str] = "agent"
@@ -231,13 +240,13 @@ class BaseAgent(ABC):
         messages: MessagesInput,
         session: Session | None = None,
         options: RunOptions | None = None,
-    ) -> AgentRun:
+    ) -> AgentRun[ValueT]:
         """Start a run of this agent; see `IAgent.run`."""
         new_messages = as_messages(messages)
         run_session = session if session is not None else self._default_session
         run_options = options_of_run(options)
 
-        async def body(emit: Emit) -> AgentResponse:
+        async def body(emit: Emit) -> AgentResponse[ValueT]:
             budget = run_options.budget
             ctx = RunContext(
                 (self._id,),
@@ -274,7 +283,9 @@ class BaseAgent(ABC):
 
         return AgentRun(body, admit)
 
-    async def invoke_turn(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
+    async def invoke_turn(
+        self, messages: list[ChatMessage], ctx: RunContext
+    ) -> AgentResponse[ValueT]:
         """Run one turn as the root of a run: prepend the session's history, then save it."""
         key = ctx.key("history")
         history = ctx.session.get_as(key, message_list_adapter)
@@ -284,7 +295,7 @@ class BaseAgent(ABC):
         return response
 
     @abstractmethod
-    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
+    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse[ValueT]:
         """Do the work for `messages` (the whole conversation), emitting through `ctx.emit`."""
 
 
@@ -302,7 +313,8 @@ async def invoke_agent(
     `IAgent` runs through its public `run()` (see `invoke_foreign`).
     """
     if isinstance(agent, BaseAgent):
-        return await invoke_in_place(agent, messages, ctx, call)
+        # isinstance cannot tell the value type: say it is any.
+        return await invoke_in_place(cast("BaseAgent[Any]", agent), messages, ctx, call)
     return await invoke_foreign(agent, messages, ctx, session)
 
 

@@ -28,7 +28,7 @@ AgentFn = Callable[
 """`fn(messages)`: returns text or a message (directly or awaited), or streams text."""
 
 
-class FunctionAgent(BaseAgent):
+class FunctionAgent(BaseAgent[None]):
     """An agent whose answer comes from `fn(messages)`.
 
     `fn` may return a `str` or a `ChatMessage`, be a coroutine function returning one, or be an
@@ -64,8 +64,8 @@ class FunctionAgent(BaseAgent):
             )
         self._fn = fn
 
-    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
-        """Call `fn` and stream what it returns."""
+    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse[None]:
+        """Call `fn` and stream what it returns (its response has no value)."""
         path = ctx.path
         emit = ctx.emit
         result: Any = self._fn(messages)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from raf._streaming import Admit, ProducerStream, single_exceptions
 from raf.providers.seat import Prefixes, Presented
-from raf.updates import AgentPath, AgentResponse, AgentUpdate
+from raf.updates import AgentPath, AgentResponse, AgentUpdate, ValueT
 
 if TYPE_CHECKING:
     from raf.agent import RunOptions
@@ -108,8 +108,10 @@ class RunContext:
             self.budget.charge_tokens(tokens, self.path)
 
 
-class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
+class AgentRun(ProducerStream[AgentUpdate, AgentResponse[ValueT]]):
     """One run of an agent: `async with` it to stream, or `await .collect()`.
+
+    Generic in the type of the response's value (`AgentRun` alone is `AgentRun[Any]`).
 
     Example:
         >>> async def main(agent):
@@ -121,7 +123,7 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
     __slots__ = ()
 
     def __init__(
-        self, body: Callable[[Emit], Awaitable[AgentResponse]], admit: Admit | None = None
+        self, body: Callable[[Emit], Awaitable[AgentResponse[ValueT]]], admit: Admit | None = None
     ) -> None:
         super().__init__(body, admit)
 
@@ -140,11 +142,11 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse]):
             )
 
     @property
-    def response(self) -> AgentResponse | None:
+    def response(self) -> AgentResponse[ValueT] | None:
         """The collected response, once the run ended without error."""
         return self.result
 
-    async def collect(self) -> AgentResponse:
+    async def collect(self) -> AgentResponse[ValueT]:
         """Run to the end, discarding the stream, and return the response."""
         self._claim()
         self._state = "done"

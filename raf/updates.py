@@ -10,9 +10,10 @@ Example:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from typing_extensions import TypeVar
 
 from raf.errors import AgentPath as AgentPath
 from raf.messages import ChatMessage
@@ -172,8 +173,19 @@ agent_update_adapter: TypeAdapter[AgentUpdate] = TypeAdapter(
 )
 
 
-class AgentResponse(BaseModel):
+ValueT = TypeVar("ValueT", default=Any, covariant=True)
+"""The type of `AgentResponse.value`: the agent's output schema where the types say it
+(`ReactAgent(..., output_schema=Plan)` answers `AgentResponse[Plan]`), `Any` unless given."""
+
+
+class AgentResponse(BaseModel, Generic[ValueT]):
     """What a whole run gives: the messages the agent produced, summed usage, a value.
+
+    Generic in the value's type for type checkers only: `AgentResponse` alone is
+    `AgentResponse[Any]`, and raf always builds the unparametrised class, so a response is
+    the same class whatever its agent (compare, copy, checkpoint it as any other).
+    `AgentResponse[Plan].model_validate_json(...)` validates a stored response's value as a
+    `Plan`.
 
     Example:
         >>> AgentResponse(messages=[ChatMessage.assistant("ok")]).text
@@ -186,7 +198,8 @@ class AgentResponse(BaseModel):
     """Messages the agent added to the conversation."""
     usage: Usage = Field(default_factory=Usage)
     """Usage summed over the whole agent tree."""
-    value: Any = None
+    # The default is None whatever `ValueT` is: an agent with an output schema always sets it.
+    value: ValueT = cast(Any, None)
     """The structured output, when the agent has an output schema."""
     status: Literal["completed", "waiting"] = "completed"
     """`waiting` when the run ended waiting for human answers (see `pending`)."""

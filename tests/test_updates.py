@@ -4,6 +4,7 @@ from typing import Any, get_args
 
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from raf.messages import ChatMessage
 from raf.updates import (
@@ -26,7 +27,11 @@ from raf.updates import (
 paths = st.lists(st.text(min_size=1, max_size=4), max_size=4).map(tuple)
 text = st.text(max_size=8)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
     max_leaves=8,
 )
@@ -81,3 +86,24 @@ def test_response_text_is_the_last_message() -> None:
     response = AgentResponse(messages=[ChatMessage.assistant("a"), ChatMessage.assistant("b")])
     assert response.text == "b"
     assert AgentResponse().text == ""
+
+
+class Plan(BaseModel):
+    steps: list[str]
+
+
+def test_a_parametrised_response_is_an_agent_response_equal_to_the_plain_one() -> None:
+    typed = AgentResponse[Plan](messages=[ChatMessage.assistant("ok")], value=Plan(steps=["go"]))
+    plain = AgentResponse(messages=[ChatMessage.assistant("ok")], value=Plan(steps=["go"]))
+    assert isinstance(typed, AgentResponse)
+    assert typed == plain and plain == typed
+    copied = typed.model_copy(update={"status": "waiting"})
+    assert type(copied) is AgentResponse[Plan]
+    assert (copied.value, copied.status) == (Plan(steps=["go"]), "waiting")
+
+
+@given(st.lists(text, max_size=4))
+def test_a_parametrised_response_validates_json_into_its_value_type(steps: list[str]) -> None:
+    dumped = AgentResponse(value=Plan(steps=steps)).model_dump_json()
+    assert AgentResponse[Plan].model_validate_json(dumped).value == Plan(steps=steps)
+    assert AgentResponse.model_validate_json(dumped).value == {"steps": steps}

@@ -188,12 +188,12 @@ class HandoffBuilder:
             )
         return {agent_id: self._routes.get(agent_id, []) for agent_id in by_id}
 
-    def _view(self, agent: IAgent, exits: tuple[ExitTool, ...]) -> IAgent | ReactAgent:
+    def _view(self, agent: IAgent, exits: tuple[ExitTool, ...]) -> IAgent:
         """What the step runs: the agent, with its handoff tools when it has any."""
         if not exits or not isinstance(agent, ReactAgent):
             return agent
         try:
-            return agent.with_exits(exits)
+            return cast("ReactAgent[Any]", agent).with_exits(exits)
         except ValueError as exc:
             raise GraphValidationError(
                 f"HandoffBuilder {self._id!r}: {exc}; handoff tools are named handoff_to_<id>",

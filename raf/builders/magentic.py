@@ -231,7 +231,9 @@ class Orchestrator(Executor):
             # This handling asked a human about the ledger, and re-runs with the answer.
             await self._settle_review(ctx, state)
         elif isinstance(message, AgentResponse):
-            state.transcript.append(_answer_of(message, state.speaker or "?"))
+            state.transcript.append(
+                _answer_of(cast("AgentResponse[Any]", message), state.speaker or "?")
+            )
             _save(ctx, state)
         else:
             await self._start_turn(ctx, state, conversation_of(message, self.id), mark)

@@ -67,12 +67,13 @@ def encode(value: Any, where: str, node_id: str | None = None) -> dict[str, Any]
     if isinstance(value, ChatMessage):
         return {"t": "message", "v": value.model_dump(mode="json")}
     if isinstance(value, AgentResponse):
+        response = cast("AgentResponse[Any]", value)
         return {
             "t": "response",
             "v": {
-                "messages": [m.model_dump(mode="json") for m in value.messages],
-                "usage": [value.usage.input_tokens, value.usage.output_tokens],
-                "value": encode(value.value, where, node_id),
+                "messages": [m.model_dump(mode="json") for m in response.messages],
+                "usage": [response.usage.input_tokens, response.usage.output_tokens],
+                "value": encode(response.value, where, node_id),
             },
         }
     if isinstance(value, BaseModel):

@@ -261,7 +261,7 @@ class NodeContext:
             if not work.resuming and context.session.get(prefix + agent.id + WAITING) is not None:
                 # A fresh call: what the agent kept from an earlier wait is stale.
                 forget_waiting(context.session, prefix + agent.id)
-            response = await invoke_in_place(agent, messages, context, call)
+            response = await invoke_in_place(cast("BaseAgent[Any]", agent), messages, context, call)
         else:
             response = await invoke_foreign_child(
                 agent, messages, context, prefix, fresh=not work.resuming

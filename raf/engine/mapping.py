@@ -98,8 +98,9 @@ class AgentSink:
 def _invoked(event: NodeCompleted, path: tuple[str, ...]) -> ExecutorInvoked:
     output = event.output
     if type(output) is AgentResponse or isinstance(output, AgentResponse):
+        response = cast("AgentResponse[Any]", output)  # isinstance cannot tell the value type
         return ExecutorInvoked(
-            executor_id=event.node_id, messages=output.messages, value=output.value, path=path
+            executor_id=event.node_id, messages=response.messages, value=response.value, path=path
         )
     if is_messages(output):
         return ExecutorInvoked(executor_id=event.node_id, messages=output, value=None, path=path)

@@ -545,9 +545,10 @@ def _response(state: RunState, usage: Usage) -> AgentResponse:
         if isinstance(output, ChatMessage):
             messages.append(output)
         elif isinstance(output, AgentResponse):
-            messages.extend(output.messages)
-            if output.value is not None:
-                value = output.value
+            response = cast("AgentResponse[Any]", output)  # isinstance cannot tell the value type
+            messages.extend(response.messages)
+            if response.value is not None:
+                value = response.value
         elif is_messages(output):
             messages.extend(output)
         else:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
@@ -234,6 +234,7 @@ class Workflow:
             agent = agents.pop()
             if not isinstance(agent, BaseAgent):
                 continue
+            agent = cast("BaseAgent[Any]", agent)  # isinstance cannot tell the value type
             schema: Any = getattr(agent, "schema", None)
             if isinstance(schema, type) and issubclass(schema, BaseModel):
                 register_model(schema)

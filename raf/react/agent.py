@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, cast, get_args
+from typing import Any, ClassVar, TypeVar, cast, get_args, overload
 
 from pydantic import BaseModel
 
@@ -33,10 +33,12 @@ from raf.react.loop import OutputMode, ReactLoop
 from raf.react.resolve import RESOLVE_TOOL_NAME, resolve_definition
 from raf.run import RunContext
 from raf.tools.tool import Tool, ToolResult, as_tool
-from raf.updates import AgentResponse
+from raf.updates import AgentResponse, ValueT
+
+M = TypeVar("M", bound=BaseModel)
 
 
-class ReactAgent(BaseAgent):
+class ReactAgent(BaseAgent[ValueT]):
     """An LLM with tools: stream a model call, run the tools it asks for, repeat until it answers.
 
     With `output_schema` the model must finish by calling the `resolve` tool with arguments
@@ -45,6 +47,10 @@ class ReactAgent(BaseAgent):
     text instead, constrained by a strict JSON-schema response format on every call (for
     servers whose models cannot call tools reliably; see docs/local-models.md). Holds no run
     state: history lives in sessions.
+
+    Type checkers know the value's type: `ReactAgent(..., output_schema=Plan)` is a
+    `ReactAgent[Plan]`, whose runs give `AgentResponse[Plan]`; without a schema the agent is a
+    `ReactAgent[None]`, whose value is None.
 
     The model sees the conversation from this agent's seat: only this agent's own earlier
     messages are `assistant` messages; other agents' messages come as user messages naming
@@ -73,6 +79,41 @@ class ReactAgent(BaseAgent):
     """
 
     kind: ClassVar[str] = "react"
+
+    # The value's type is the schema's (`ReactAgent[Plan]`), or None without a schema. A
+    # schema typed `type[Plan] | None` matches each overload in turn: `ReactAgent[Plan] |
+    # ReactAgent[None]`.
+    @overload
+    def __init__(
+        self: ReactAgent[None],
+        id: str,
+        provider: LlmProvider,
+        instructions: str,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        output_schema: None = None,
+        max_rounds: int = 10,
+        description: str = "",
+        *,
+        name: str | None = None,
+        output_mode: OutputMode = "tool",
+        text_tool_calls: bool = False,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: ReactAgent[M],
+        id: str,
+        provider: LlmProvider,
+        instructions: str,
+        tools: Sequence[Tool | Callable[..., Any]] = ...,
+        output_schema: type[M] = ...,
+        max_rounds: int = 10,
+        description: str = "",
+        *,
+        name: str | None = None,
+        output_mode: OutputMode = "tool",
+        text_tool_calls: bool = False,
+    ) -> None: ...
 
     def __init__(
         self,
@@ -155,11 +196,12 @@ class ReactAgent(BaseAgent):
         schema = self._loop.output_schema
         return schema.model_json_schema() if schema is not None else None
 
-    def with_exits(self, exits: Sequence[ExitTool]) -> ReactAgent:
+    def with_exits(self, exits: Sequence[ExitTool]) -> ReactAgent[ValueT | None]:
         """A view of this agent that also offers `exits`, tools whose call ends its loop.
 
         The view shares everything else (id, provider, tools, schema); this agent is not
-        changed. Patterns that take control back from an agent (a handoff) run the view.
+        changed. Patterns that take control back from an agent (a handoff) run the view. A
+        run of the view that ends on an exit has no value, hence `ReactAgent[T | None]`.
 
         Raises:
             ValueError: when an exit is named like one of the agent's tools.
@@ -194,7 +236,7 @@ class ReactAgent(BaseAgent):
         view._loop = dataclasses.replace(loop, tools=definitions, exits=(*loop.exits, *exits))
         return view
 
-    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
+    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse[ValueT]:
         """Run the ReAct loop on the conversation `messages`; see the class docstring."""
         try:
             return await self._loop.run(messages, ctx)

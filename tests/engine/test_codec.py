@@ -70,6 +70,16 @@ def test_an_agent_response_round_trips_with_its_typed_value() -> None:
     assert back.value == Verdict(approved=True)
 
 
+def test_a_parametrised_agent_response_checkpoints_as_an_agent_response() -> None:
+    response = AgentResponse[Verdict](
+        messages=[ChatMessage.user("x")], value=Verdict(approved=True)
+    )
+    back = round_trip(response)
+    assert type(back) is AgentResponse
+    assert back == response
+    assert type(back.value) is Verdict
+
+
 def test_types_stay_distinct() -> None:
     assert type(round_trip((1, 2))) is tuple
     assert type(round_trip([1, 2])) is list
