@@ -87,9 +87,7 @@ class Threads:
 
     def __init__(self, store: ThreadStore) -> None:
         self.store = store
-        self._locks: SessionLocking = (
-            store if isinstance(store, SessionLocking) else SessionLocks()
-        )
+        self._locks: SessionLocking = store if isinstance(store, SessionLocking) else SessionLocks()
 
     async def open(self, thread_id: str) -> Thread:
         """The thread `thread_id` as last saved (new when never saved), without holding it.
