@@ -22,6 +22,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from raf.adapters.meter import CallMeter
+from raf.adapters.role_context import role_context
 from raf.adapters.structured import response_format, structured_call
 from raf.adapters.thread import AdapterFn, RoleFn, ThreadContext, thread_messages
 from raf.messages import ChatMessage
@@ -34,7 +36,9 @@ def create_llm_adapter(provider: LlmProvider) -> AdapterFn:
     """An adapter whose roles make one chat call with a JSON-schema response format.
 
     The role prompt is the system message, the thread the conversation; the answer is
-    validated against the schema (`SchemaValidationError` when it does not match).
+    validated against the schema (`SchemaValidationError` when it does not match). Inside a
+    role workflow the call streams its text, reasoning and usage on the role's path, and
+    counts against the run's budget.
     """
 
     def adapter(prompt: str, schema: type[M], /) -> RoleFn[M]:
@@ -43,7 +47,13 @@ def create_llm_adapter(provider: LlmProvider) -> AdapterFn:
 
         async def role(thread: ThreadContext) -> M:
             messages = [system, *thread_messages(thread)]
-            return await structured_call(provider, messages, schema, fmt)
+            ctx = role_context()
+            if ctx is None:
+                return await structured_call(provider, messages, schema, fmt)
+            # Inside a role workflow the call streams to the run, on the role's path.
+            meter = CallMeter(ctx, text=True)
+            meter.charge()
+            return await structured_call(provider, messages, schema, fmt, on_event=meter.on_event)
 
         return role
 

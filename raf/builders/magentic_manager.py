@@ -14,21 +14,15 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from raf.adapters.meter import CallMeter
 from raf.adapters.structured import structured_call
 from raf.agent import BaseAgent
 from raf.builders.magentic_ledger import ProgressLedger, TaskLedger, progress_format
 from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage
-from raf.providers.base import (
-    Completion,
-    LlmProvider,
-    ProviderEvent,
-    ReasoningChunk,
-    TextChunk,
-    UsageReport,
-)
+from raf.providers.base import Completion, LlmProvider
 from raf.run import RunContext
-from raf.updates import AgentResponse, MessageCompleted, ReasoningDelta, TextDelta, Usage
+from raf.updates import AgentResponse, MessageCompleted
 
 __all__ = ["Briefing", "ManagerCall", "final_prompt", "ledger_prompt", "progress_prompt"]
 
@@ -143,7 +137,7 @@ class ManagerCall(BaseAgent):
 
     async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
         """Make the call (and, for a progress ledger, ask again for a valid speaker)."""
-        meter = _Meter(ctx)
+        meter = CallMeter(ctx, ctx.path[:-1])  # on the workflow's path
         if self._what == "final":
             message = await self._answer(messages, meter)
             return AgentResponse(messages=[message], usage=meter.usage())
@@ -154,14 +148,14 @@ class ManagerCall(BaseAgent):
         return AgentResponse(usage=meter.usage(), value=ledger)
 
     async def _ledger(
-        self, messages: list[ChatMessage], schema: type[BaseModel], meter: _Meter
+        self, messages: list[ChatMessage], schema: type[BaseModel], meter: CallMeter
     ) -> BaseModel:
         meter.charge()
         return await structured_call(
             self._provider, messages, schema, self._format, on_event=meter.on_event
         )
 
-    async def _progress(self, messages: list[ChatMessage], meter: _Meter) -> ProgressLedger:
+    async def _progress(self, messages: list[ChatMessage], meter: CallMeter) -> ProgressLedger:
         conversation = list(messages)
         for _ in range(SPEAKER_ATTEMPTS):
             ledger = await self._ledger(conversation, ProgressLedger, meter)
@@ -182,7 +176,7 @@ class ManagerCall(BaseAgent):
             "that follows the response format, or describe the participants better"
         )
 
-    async def _answer(self, messages: list[ChatMessage], meter: _Meter) -> ChatMessage:
+    async def _answer(self, messages: list[ChatMessage], meter: CallMeter) -> ChatMessage:
         meter.charge()
         meter.text = True
         text = ""
@@ -194,49 +188,6 @@ class ManagerCall(BaseAgent):
         message = ChatMessage.assistant(text, author=self._author)
         await meter.ctx.emit(MessageCompleted(message=message, path=meter.path))
         return message
-
-
-class _Meter:
-    """Streams a call's deltas on the workflow's path and counts its tokens."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-        self.path = ctx.path[:-1]
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.text = False
-        self._reported = False
-
-    def charge(self) -> None:
-        self.ctx.charge_round()
-        self._reported = False
-
-    async def on_event(self, event: ProviderEvent) -> None:
-        ctx = self.ctx
-        if isinstance(event, ReasoningChunk):
-            await ctx.emit(ReasoningDelta(text=event.text, path=self.path))
-        elif isinstance(event, TextChunk):
-            if self.text:
-                await ctx.emit(TextDelta(text=event.text, path=self.path))
-        elif isinstance(event, UsageReport) or (
-            isinstance(event, Completion)
-            and not self._reported
-            and (event.input_tokens or event.output_tokens)
-        ):
-            # A provider that sends no usage report still counts its completion's tokens.
-            await self._count(event.input_tokens, event.output_tokens)
-
-    async def _count(self, input_tokens: int, output_tokens: int) -> None:
-        self._reported = True
-        self.input_tokens += input_tokens
-        self.output_tokens += output_tokens
-        await self.ctx.emit(
-            Usage(input_tokens=input_tokens, output_tokens=output_tokens, path=self.path)
-        )
-        self.ctx.charge_tokens(input_tokens + output_tokens)
-
-    def usage(self) -> Usage:
-        return Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens)
 
 
 def _line(message: ChatMessage) -> str:

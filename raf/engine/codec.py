@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from raf.errors import CheckpointValueError
 from raf.messages import ChatMessage
-from raf.updates import AgentResponse, Usage
+from raf.updates import AgentResponse, RequestInfoUpdate, Usage
 
 __all__ = ["decode", "encode", "register_model"]
 
@@ -68,14 +68,18 @@ def encode(value: Any, where: str, node_id: str | None = None) -> dict[str, Any]
         return {"t": "message", "v": value.model_dump(mode="json")}
     if isinstance(value, AgentResponse):
         response = cast("AgentResponse[Any]", value)
-        return {
-            "t": "response",
-            "v": {
-                "messages": [m.model_dump(mode="json") for m in response.messages],
-                "usage": [response.usage.input_tokens, response.usage.output_tokens],
-                "value": encode(response.value, where, node_id),
-            },
+        fields: dict[str, Any] = {
+            "messages": [m.model_dump(mode="json") for m in response.messages],
+            "usage": [response.usage.input_tokens, response.usage.output_tokens],
+            "value": encode(response.value, where, node_id),
         }
+        if response.status != "completed":  # a completed response's form is unchanged
+            fields["status"] = response.status
+            fields["pending"] = [
+                [r.request_id, list(r.path), encode(r.payload, where, node_id)]
+                for r in response.pending
+            ]
+        return {"t": "response", "v": fields}
     if isinstance(value, BaseModel):
         return {
             "t": "model",
@@ -139,6 +143,11 @@ def decode(data: dict[str, Any]) -> Any:
             messages=[ChatMessage.model_validate(m) for m in body["messages"]],
             usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
             value=decode(body["value"]),
+            status=body.get("status", "completed"),
+            pending=[
+                RequestInfoUpdate(request_id=request_id, path=tuple(path), payload=decode(payload))
+                for request_id, path, payload in body.get("pending", ())
+            ],
         )
     if tag == "model":
         cls = _MODELS.get(str(data.get("cls")))

@@ -10,8 +10,10 @@ import pytest
 from pydantic import BaseModel
 
 from raf.adapters import AdapterBinding, create_llm_adapter, create_react_adapter
+from raf.agent import RunOptions
+from raf.budget import Budget
 from raf.builders import END, RoleEvent, RoleWorkflowBuilder, SequentialBuilder
-from raf.errors import GraphValidationError, WorkflowError
+from raf.errors import BudgetExceeded, GraphValidationError, WorkflowError
 from raf.function_agent import FunctionAgent
 from raf.messages import ChatMessage
 from raf.providers.openai import OpenAIProvider, create_client
@@ -19,7 +21,14 @@ from raf.session import Session
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
 from raf.testing import ScriptedOpenAIServer, resolve, text, tool_calls
 from raf.tools import Workspace, tool_handler
-from raf.updates import ExecutorInvoked, ExecutorInvoking, TextDelta, ToolCalled, ToolCallStart
+from raf.updates import (
+    ExecutorInvoked,
+    ExecutorInvoking,
+    TextDelta,
+    ToolCalled,
+    ToolCallStart,
+    Usage,
+)
 
 from .roles_support import Draft, Review, counting_binding, review_builder
 
@@ -244,6 +253,26 @@ async def test_roles_stream_tokens_and_tool_calls_on_their_paths(tmp_path: Path)
     ]
     closed = [u for u in items if isinstance(u, ExecutorInvoked) and u.executor_id == "coder"]
     assert closed[0].value == Change(summary="added hello.py")
+    # The reviewer (one structured call) streams its answer and usage on its path too.
+    reviewer = ("team", "dev", "reviewer")
+    answer = "".join(u.text for u in items if isinstance(u, TextDelta) and u.path == reviewer)
+    assert json.loads(answer) == {"approved": True, "notes": "fine"}
+    assert [u.path for u in items if isinstance(u, Usage)].count(reviewer) == 1
+
+
+async def test_a_structured_role_call_counts_against_the_run_s_budget() -> None:
+    script = [text('{"text": "draft"}'), text('{"approved": false, "notes": "again"}')]
+    async with (
+        ScriptedOpenAIServer(script) as server,
+        create_client(server.base_url, "test-key") as client,
+    ):
+        adapter = create_llm_adapter(OpenAIProvider(client, "scripted"))
+        workflow = review_builder().build(AdapterBinding(adapter))
+        options = RunOptions(budget=Budget(rounds=1))
+        with pytest.raises(BudgetExceeded) as exceeded:
+            await workflow.as_agent().run("go", options=options).collect()
+    assert exceeded.value.kind == "rounds"
+    assert len(server.requests) == 1
 
 
 async def test_an_agent_adapter_streams_the_agent_on_the_role_s_path() -> None:

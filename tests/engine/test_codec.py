@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from raf.engine.codec import CheckpointValueError, decode, encode
 from raf.messages import ChatMessage, ToolCallContent
-from raf.updates import AgentResponse, Usage
+from raf.updates import AgentResponse, RequestInfoUpdate, Usage
 
 
 class Verdict(BaseModel):
@@ -78,6 +78,19 @@ def test_a_parametrised_agent_response_checkpoints_as_an_agent_response() -> Non
     assert type(back) is AgentResponse
     assert back == response
     assert type(back.value) is Verdict
+
+
+def test_a_waiting_agent_response_keeps_its_status_and_pending_requests() -> None:
+    asked = RequestInfoUpdate(
+        request_id="team/review@1#0", path=("team", "review"), payload=Verdict(approved=False)
+    )
+    response = AgentResponse(messages=[ChatMessage.user("x")], status="waiting", pending=[asked])
+    back = round_trip(response)
+    assert back == response
+    assert back.status == "waiting"
+    assert type(back.pending[0].payload) is Verdict
+    # A completed response keeps the form it always had.
+    assert set(encode(AgentResponse(), "a test value")["v"]) == {"messages", "usage", "value"}
 
 
 def test_types_stay_distinct() -> None:
