@@ -60,8 +60,16 @@ class RoleProgram:
     async def start(
         self, log: EventLog, topic_id: str, messages: Sequence[ChatMessage]
     ) -> RoleEvent:
-        """Open a thread on `topic_id` with `messages`: append its `__start__` event."""
+        """Open a thread on `topic_id` with `messages`: append its `__start__` event.
+
+        When the topic's latest thread is this very opening, with no step yet (a run that
+        stopped before its checkpoint opened it), that thread is the one returned: a
+        re-run opens no second, empty thread.
+        """
         content = _MESSAGES.dump_json(list(messages))
+        chain = await self.chain(log, topic_id)
+        if len(chain) == 1 and chain[0].hash == content_digest(content):
+            return chain[0]
         return await self._append(log, topic_id, START_ROLE, {}, content)
 
     async def chain(self, log: EventLog, topic_id: str) -> list[RoleEvent]:

@@ -353,3 +353,30 @@ async def test_a_run_resumed_from_its_checkpoint_plays_no_step_twice(tmp_path: P
         "review.reviewer",
     ]
     assert adapter.calls == {"write": 2, "review": 2}
+
+
+async def test_a_run_stopped_right_after_opening_its_thread_reopens_no_second_one() -> None:
+    """The opening is written, then the run dies before its checkpoint: running the same
+    turn again continues that thread (still without a step) instead of opening another."""
+    binding, adapter = counting_binding()
+
+    class DiesAfterOpening(MemoryCheckpointStore):
+        died = False
+
+        async def append(self, event: Any, content: bytes | None = None) -> None:
+            await super().append(event, content)
+            if event.kind.endswith(".__start__") and not self.died:
+                self.died = True
+                raise RuntimeError("the process died here")
+
+    store = DiesAfterOpening()
+    workflow = review_builder().build(binding)
+    failed = await workflow.run("go", Session(id="s", store=store))
+    assert failed.status == "failed"
+    assert [e.kind for e in await store.events(key="s")] == ["review.__start__"]
+    done = await workflow.run("go", Session(id="s", store=store))
+    assert done.status == "completed"
+    kinds = [e.kind for e in await store.events(key="s")]
+    assert kinds.count("review.__start__") == 1
+    assert kinds == ["review.__start__", *["review.writer", "review.reviewer"] * 2]
+    assert adapter.calls == {"write": 2, "review": 2}
