@@ -109,7 +109,13 @@ def cmd_acp(args: argparse.Namespace, console: Console) -> int:
     agent = as_agent(load_target(args.target))
 
     async def body() -> int:
-        await serve_stdio(agent)
+        if args.store is None:
+            await serve_stdio(agent)
+            return 0
+        from raf.stores import SqliteCheckpointStore
+
+        async with SqliteCheckpointStore(args.store) as store:
+            await serve_stdio(agent, store)
         return 0
 
     return anyio.run(until_interrupted, body, backend="asyncio")

@@ -7,7 +7,7 @@
     raf graph MODULE:ATTR --format mermaid     a workflow's graph (mermaid or dot)
     raf serve MODULE:ATTR [--port 8000]        serve it over AG-UI (HTTP), with a web page
         [--host 127.0.0.1] [--token TOKEN]
-    raf acp MODULE:ATTR                        serve an agent to ACP editors over stdio
+    raf acp MODULE:ATTR [--store PATH]         serve an agent to ACP editors over stdio
 
 `ATTR` may be an `IAgent`, a `Workflow`, or a zero-argument factory of either; `MODULE` is a
 dotted module name or a path to a `.py` file. Exit status: 0 done, 1 the run failed, 2 a mistake
@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     acp = commands.add_parser("acp", help="serve an agent to ACP editors over stdio")
     acp.add_argument("target", metavar="MODULE:ATTR", help=_TARGET_HELP)
+    acp.add_argument(
+        "--store",
+        metavar="PATH",
+        help="a SQLite file to keep sessions in, so the editor can list and load them later "
+        "(default: kept in memory while the server runs)",
+    )
     acp.set_defaults(handler=cmd_acp)
     return parser
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import uuid
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -38,10 +37,14 @@ from acp.schema import (
     ImageContentBlock,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    SessionCapabilities,
+    SessionListCapabilities,
     StopReason,
     TextContentBlock,
     TextResourceContents,
@@ -50,11 +53,14 @@ from acp.schema import (
 from pydantic import BaseModel
 
 from raf.agent import IAgent
-from raf.errors import AgentError
+from raf.errors import AgentError, SessionBusy
 from raf.messages import ChatMessage
 from raf.serve.acp_questions import as_message, choices_of, permission_options, question_of
+from raf.serve.acp_sessions import AcpSessions
 from raf.serve.acp_updates import SessionUpdate, TurnUpdates, path_meta
+from raf.serve.threads import ThreadStore
 from raf.session import Session
+from raf.stores import MemoryCheckpointStore
 from raf.updates import AgentResponse, RequestInfoUpdate
 
 PromptBlock = (
@@ -69,9 +75,8 @@ PromptBlock = (
 
 @dataclass
 class _AcpSession:
-    """One ACP session: its raf session and the turn running on it."""
+    """One ACP session this connection opened or loaded, and the turn running on it."""
 
-    session: Session
     turn: anyio.CancelScope | None = None
     cancelled: bool = False
 
@@ -81,13 +86,23 @@ class AcpServer:
 
     Args:
         agent: the agent every session runs.
+        store: where sessions are kept (any store of `raf.stores`), so an editor can list
+            and load them after the server restarts; in memory, for the process's life,
+            when omitted.
     """
 
-    def __init__(self, agent: IAgent) -> None:
+    def __init__(self, agent: IAgent, store: ThreadStore | None = None) -> None:
         if not isinstance(cast(object, agent), IAgent):
             raise TypeError(f"AcpServer serves an IAgent, got {type(agent).__name__}")
+        if store is not None and not isinstance(store, ThreadStore):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                "store must be a checkpoint store with an event log (a store of raf.stores), "
+                f"not {type(store).__name__}"
+            )
         self.agent = agent
         self._client: Client | None = None
+        self._store = MemoryCheckpointStore() if store is None else store
+        self._kept = AcpSessions(self._store)
         self._sessions: dict[str, _AcpSession] = {}
 
     def on_connect(self, conn: Client) -> None:
@@ -107,8 +122,10 @@ class AcpServer:
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
-                load_session=False,
+                load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
+                # session/resume and session/close are still unstable in the SDK: not offered.
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(
                 name="raf", title=self.agent.metadata.name or self.agent.id, version=raf.__version__
@@ -116,10 +133,24 @@ class AcpServer:
         )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        """Open a session: a fresh raf `Session` with the same id."""
-        session_id = uuid.uuid4().hex
-        self._sessions[session_id] = _AcpSession(Session(session_id))
+        """Open a session: a fresh raf `Session` with the same id, kept in the store."""
+        session_id = await self._kept.create(cwd)
+        self._sessions[session_id] = _AcpSession()
         return NewSessionResponse(session_id=session_id)
+
+    async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
+        """Reopen a kept session, sending its conversation back as message chunks."""
+        await self._known(session_id)
+        for chunk in await self._kept.replay(session_id, self.agent.id):
+            await self._send(session_id, chunk)
+        self._sessions.setdefault(session_id, _AcpSession())
+        return LoadSessionResponse()
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """The kept sessions (in `cwd`, when given), most recently used first."""
+        return ListSessionsResponse(sessions=await self._kept.list(cwd))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Cancel the session's running turn, if any."""
@@ -128,6 +159,12 @@ class AcpServer:
             state.cancelled = True
             state.turn.cancel()
 
+    async def _known(self, session_id: str) -> None:
+        if await self._kept.facts(session_id) is None:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "details": "no such session; call session/list"}
+            )
+
     async def prompt(
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
@@ -135,7 +172,10 @@ class AcpServer:
         state = self._sessions.get(session_id)
         if state is None:
             raise RequestError.invalid_params(
-                {"sessionId": session_id, "details": "unknown session; call session/new first"}
+                {
+                    "sessionId": session_id,
+                    "details": "unknown session; call session/new, or session/load",
+                }
             )
         if state.turn is not None:
             raise RequestError.invalid_request(
@@ -144,24 +184,28 @@ class AcpServer:
         state.cancelled = False
         stop: StopReason = "cancelled"
         usage: Usage | None = None
+        text = _prompt_text(prompt)
         with anyio.CancelScope() as scope:
             state.turn = scope
             try:
-                stop, usage = await self._turn(session_id, state, _prompt_text(prompt))
+                async with self._kept.hold(session_id, text) as thread:
+                    stop, usage = await self._turn(session_id, thread.session, text)
+            except SessionBusy as exc:
+                raise RequestError.invalid_request(
+                    {"sessionId": session_id, "details": f"{exc}: another editor runs it"}
+                ) from exc
             finally:
                 state.turn = None
         if scope.cancelled_caught or state.cancelled:
             return PromptResponse(stop_reason="cancelled", usage=usage)
         return PromptResponse(stop_reason=stop, usage=usage)
 
-    async def _turn(
-        self, session_id: str, state: _AcpSession, text: str
-    ) -> tuple[StopReason, Usage]:
+    async def _turn(self, session_id: str, session: Session, text: str) -> tuple[StopReason, Usage]:
         updates = TurnUpdates()
         messages: str | list[ChatMessage] = text
         input_tokens = output_tokens = 0
         while True:
-            response = await self._run(session_id, state.session, messages, updates)
+            response = await self._run(session_id, session, messages, updates)
             input_tokens += response.usage.input_tokens
             output_tokens += response.usage.output_tokens
             usage = Usage(
@@ -249,15 +293,17 @@ class AcpServer:
         return self._client
 
 
-async def serve_stdio(agent: IAgent) -> None:
+async def serve_stdio(agent: IAgent, store: ThreadStore | None = None) -> None:
     """Serve `agent` over this process's stdin and stdout until the client closes stdin.
 
-    The protocol owns stdout: whatever else the agent's code prints goes to stderr instead.
+    Sessions go to `store` when given (see `AcpServer`). The protocol owns stdout: whatever
+    else the agent's code prints goes to stderr instead.
     """
+    server = AcpServer(agent, store)
     output_stream, input_stream = await _protocol_streams()
     # The SDK calls only the methods an agent defines, and answers the others with
     # "method not found"; `AcpServer` defines those it supports.
-    await run_agent(cast(Agent, AcpServer(agent)), input_stream, output_stream)
+    await run_agent(cast(Agent, server), input_stream, output_stream)
 
 
 async def _protocol_streams() -> Any:

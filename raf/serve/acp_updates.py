@@ -42,6 +42,7 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
     ToolKind,
+    UserMessageChunk,
 )
 
 from raf.messages import ChatMessage
@@ -50,9 +51,14 @@ from raf.updates import AgentPath, AgentUpdate
 U = TypeVar("U", AgentMessageChunk, AgentThoughtChunk, ToolCallStart, ToolCallProgress)
 
 SessionUpdate = (
-    AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
+    | UserMessageChunk
 )
-"""The ACP session updates a raf run produces."""
+"""The ACP session updates raf sends (a user's message only when a session is loaded)."""
 
 
 def path_meta(path: AgentPath) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,6 +29,7 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
     ToolCallUpdate,
+    UserMessageChunk,
 )
 
 from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env
@@ -249,3 +251,79 @@ async def test_a_failed_run_answers_the_prompt_with_an_error_naming_its_path() -
             assert failure.value.data == {"error": "WorkflowError", "path": ["s"]}
 
     await on_asyncio(scenario)
+
+
+@asynccontextmanager
+async def kept(
+    target: str, client: RecordingClient, store: Path
+) -> AsyncIterator[ClientSideConnection]:
+    """`raf acp TARGET --store STORE`, initialized, with `client` connected."""
+    async with spawn_agent_process(
+        client,
+        RAF,
+        "acp",
+        f"tests.cli.targets:{target}",
+        "--store",
+        str(store),
+        env=offline_env(),
+        cwd=ROOT,
+    ) as (conn, _process):
+        info = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        capabilities = info.agent_capabilities
+        assert capabilities is not None and capabilities.load_session
+        assert capabilities.session_capabilities is not None
+        assert capabilities.session_capabilities.list is not None
+        yield conn
+
+
+async def test_a_kept_session_is_listed_and_loaded_by_a_new_server(tmp_path: Path) -> None:
+    store = tmp_path / "sessions.db"
+    first, second = RecordingClient(), RecordingClient()
+    found: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        async with kept("counter", first, store) as conn:
+            session = await conn.new_session(cwd="/work/project")
+            found["id"] = session.session_id
+            await prompt(conn, session.session_id, "plan the trip\nin detail")
+            await prompt(conn, session.session_id, "again")
+            other = await conn.new_session(cwd="/elsewhere")
+            await prompt(conn, other.session_id, "unrelated")
+        # A new server process on the same store: what an editor restarted has.
+        async with kept("counter", second, store) as conn:
+            listed = await conn.list_sessions(cwd="/work/project")
+            found["listed"] = [(s.session_id, s.title, s.cwd) for s in listed.sessions]
+            found["all"] = len((await conn.list_sessions()).sessions)
+            await conn.load_session(cwd="/work/project", session_id=found["id"])
+            found["replayed"] = [
+                (u.session_update, u.content.text)
+                for u in second.updates
+                if isinstance(u, UserMessageChunk | AgentMessageChunk)
+            ]
+            second.updates.clear()
+            await prompt(conn, found["id"], "and now?")
+            found["next"] = second.text()
+
+    await on_asyncio(scenario)
+    assert found["listed"] == [(found["id"], "plan the trip", "/work/project")]
+    assert found["all"] == 2
+    assert found["replayed"] == [
+        ("user_message_chunk", "plan the trip\nin detail"),
+        ("agent_message_chunk", "1 user messages"),
+        ("user_message_chunk", "again"),
+        ("agent_message_chunk", "2 user messages"),
+    ]
+    assert found["next"] == "3 user messages"  # the conversation went on where it was
+
+
+async def test_an_unknown_session_cannot_be_loaded(tmp_path: Path) -> None:
+    errors: list[str] = []
+
+    async def scenario() -> None:
+        async with kept("counter", RecordingClient(), tmp_path / "s.db") as conn:
+            with pytest.raises(RequestError) as refused:
+                await conn.load_session(cwd="/w", session_id="nope")
+            errors.append(str(refused.value.data))
+
+    await on_asyncio(scenario)
+    assert "no such session" in errors[0] and "session/list" in errors[0]
