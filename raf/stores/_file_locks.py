@@ -49,7 +49,12 @@ class FileLocks:
         another store object or process holds it."""
         fd = self._fd
         if fd is None:
-            fd = self._fd = await to_thread.run_sync(self._open)
+            opened = await to_thread.run_sync(self._open)
+            if self._fd is None:
+                self._fd = opened
+            else:  # another run opened it meanwhile
+                os.close(opened)
+            fd = self._fd
         offset = _offset(session_id)
         pause = _FIRST_PAUSE_SECONDS
         while not self._set(fd, offset, locked=True):

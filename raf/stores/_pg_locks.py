@@ -1,103 +1,127 @@
 """`AdvisoryLocks`: a session held among every process of one database, by an advisory lock.
 
-A held session is a session-level advisory lock (`pg_advisory_lock`) on a connection of its
-own, kept for the run: PostgreSQL frees it when the connection ends, so a worker that dies
-(or loses its connection) lets the session go without anyone cleaning up. The lock's key is
-the 64-bit `hashtextextended` of the store's schema and the session id. A run that waits
-blocks in `pg_advisory_lock`, which the server grants in the order the runs asked; cancelling
-the wait cancels the statement on the server.
+A held session is a session-level advisory lock (`pg_try_advisory_lock`) on one connection
+the store keeps for its locks, however many sessions it holds: PostgreSQL frees them all when
+that connection ends, so a worker that dies lets its sessions go without anyone cleaning up.
+The lock's key is the 64-bit `hashtextextended` of the store's schema and the session id. The
+store's own runs never meet on the server (its `SessionLocks` table orders them first), so one
+connection holding every lock is enough. A run that waits asks again after a pause that grows
+from 5 ms to 100 ms. Should the connection drop, the next lock operation opens another and
+takes the held sessions again, logging any another worker took in between.
 """
 
 from __future__ import annotations
 
-from functools import partial
+import contextlib
+import logging
+from typing import LiteralString
 
 import anyio
 import psycopg
 from anyio import to_thread
 
-from raf.stores._interruptible import run_interruptible
-from raf.stores._pg_pool import Connection, Lease, connect_options
+from raf.stores._pg_pool import Connection, connect_options
 from raf.stores._session_locks import Release
 
 __all__ = ["AdvisoryLocks"]
 
-_TRY_LOCK = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
-_LOCK = "SELECT pg_advisory_lock(hashtextextended(%s, 0))"
-_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
+logger = logging.getLogger("raf")
+
+_TRY_LOCK: LiteralString = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
+_UNLOCK: LiteralString = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
+_FIRST_PAUSE_SECONDS = 0.005
+_LONGEST_PAUSE_SECONDS = 0.1
 
 
 class AdvisoryLocks:
-    """Session locks of one store (`namespace`: its schema) on dedicated connections to `dsn`."""
+    """Session locks of one store (`namespace`: its schema), on one connection to `dsn`."""
 
-    __slots__ = ("_closed", "_dsn", "_held", "_idle", "_namespace", "_options")
+    __slots__ = ("_closed", "_connection", "_dsn", "_held", "_namespace", "_options", "_turn")
 
     def __init__(self, dsn: str, namespace: str) -> None:
         self._dsn = dsn
         self._options = connect_options(dsn)
         self._namespace = namespace
-        self._idle: list[Connection] = []
-        self._held: set[Connection] = set()
+        self._connection: Connection | None = None
+        self._held: set[str] = set()
+        self._turn = anyio.Lock()  # one statement at a time on the connection
         self._closed = False
 
     async def acquire(self, session_id: str, wait: bool) -> Release | None:
         """Lock `session_id` (waiting for it when `wait`): how to unlock it, or None when
-        another connection holds it."""
-        if self._closed:
-            raise anyio.ClosedResourceError("the PostgreSQL store is closed")
+        another process holds it."""
         key = f"raf.session:{self._namespace}:{session_id}"
-        lease = Lease(self._dsn, self._options, self._idle.pop() if self._idle else None)
-        statement = _LOCK if wait else _TRY_LOCK
-
-        def lock(connection: Connection) -> bool:
-            row = connection.execute(statement, (key,)).fetchone()
-            return wait or (row is not None and bool(row[0]))
-
-        try:
-            held = await run_interruptible(partial(lease.run, lock), lease.interrupt)
-        except BaseException:
-            # Whether or not the lock was granted, closing its connection leaves none behind.
-            await self._close(lease.connection)
-            raise
-        connection = lease.connection
-        assert connection is not None
-        if not held:
-            self._idle.append(connection)
-            return None
-        self._held.add(connection)
+        pause = _FIRST_PAUSE_SECONDS
+        while not await self._try(key):
+            if not wait:
+                return None
+            await anyio.sleep(pause)
+            pause = min(pause * 2, _LONGEST_PAUSE_SECONDS)
 
         async def release() -> None:
-            await self._unlock(connection, key)
+            with anyio.CancelScope(shield=True):
+                await self._unlock(key)
 
         return release
 
-    async def _unlock(self, connection: Connection, key: str) -> None:
-        def unlock() -> bool:
-            try:
-                connection.execute(_UNLOCK, (key,))
-            except psycopg.Error:
-                return False
-            return not (connection.broken or connection.closed)
-
-        if connection not in self._held:
-            return  # the store closed it, and PostgreSQL let the lock go with it
-        self._held.discard(connection)
-        with anyio.CancelScope(shield=True):
-            if await to_thread.run_sync(unlock) and not self._closed:
-                self._idle.append(connection)
-            else:
-                await self._close(connection)
-
     async def aclose(self) -> None:
-        """Close every connection, which lets go of every lock still held."""
-        self._closed = True
-        connections = [*self._idle, *self._held]
-        self._idle, self._held = [], set()
-        for connection in connections:
-            await self._close(connection)
+        """Close the connection, which lets go of every lock still held."""
+        with anyio.CancelScope(shield=True):
+            async with self._turn:
+                self._closed = True
+                self._held.clear()
+                connection, self._connection = self._connection, None
+                if connection is not None:
+                    await to_thread.run_sync(connection.close)
 
-    @staticmethod
-    async def _close(connection: Connection | None) -> None:
-        if connection is not None:
-            with anyio.CancelScope(shield=True):
-                await to_thread.run_sync(connection.close)
+    async def _try(self, key: str) -> bool:
+        held = False
+        # Shielded: a statement cut off by a cancellation could take the lock unrecorded.
+        with anyio.CancelScope(shield=True):
+            async with self._turn:
+                held = await to_thread.run_sync(self._run, _TRY_LOCK, key)
+                if held:
+                    self._held.add(key)
+        return held
+
+    async def _unlock(self, key: str) -> None:
+        async with self._turn:
+            if key in self._held and self._connection is not None:
+                self._held.discard(key)
+                # Should the connection be gone, the lock went with it.
+                with contextlib.suppress(psycopg.Error):
+                    await to_thread.run_sync(self._run, _UNLOCK, key)
+
+    def _run(self, statement: LiteralString, key: str) -> bool:
+        """Run `statement` on the lock connection (in a worker thread): its boolean result."""
+        if self._closed:
+            raise anyio.ClosedResourceError("the PostgreSQL store is closed")
+        connection = self._connection
+        if connection is None or connection.closed or connection.broken:
+            connection = self._reconnect()
+        try:
+            row = connection.execute(statement, (key,)).fetchone()
+        except psycopg.OperationalError:
+            if not (connection.closed or connection.broken):
+                raise
+            connection = self._reconnect()
+            row = connection.execute(statement, (key,)).fetchone()
+        return row is not None and bool(row[0])
+
+    def _reconnect(self) -> Connection:
+        """A new lock connection, holding again the sessions the old one held."""
+        old, self._connection = self._connection, None
+        if old is not None:
+            old.close()
+        connection = psycopg.connect(self._dsn, autocommit=True, **self._options)
+        self._connection = connection
+        for key in sorted(self._held):
+            row = connection.execute(_TRY_LOCK, (key,)).fetchone()
+            if row is None or not row[0]:
+                self._held.discard(key)
+                logger.warning(
+                    "the PostgreSQL connection holding session locks dropped, and another "
+                    "worker took %r meanwhile: two runs of it may overlap",
+                    key,
+                )
+        return connection

@@ -42,8 +42,8 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
     Ids order `list`, `latest` and `events` (compared byte-wise, as in the other stores; ids
     from `raf.stores.new_id()` sort by creation time). Cancelling a caller cancels its
     statement on the server (say, one waiting for a lock) and rolls it back. A session runs on
-    one worker at a time: each run holds an advisory lock on it (on a connection of its own),
-    which PostgreSQL lets go when the worker dies.
+    one worker at a time: each run holds an advisory lock on it (all on one connection the
+    store keeps for them), which PostgreSQL lets go when the worker dies.
 
     Args:
         dsn: a libpq connection string, say `"postgresql://user@host:5432/db"`. Connecting
