@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel
 
@@ -27,6 +27,9 @@ from raf.engine.state import RunState, RunStatus
 from raf.engine.stream import WorkflowStream
 from raf.run import Turn
 from raf.session import Session
+
+OnBusy = Literal["reject", "wait"]
+"""What a run does when another run of its session is in progress (see `RunOptions.on_busy`)."""
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -269,23 +272,29 @@ class Workflow:
 
         return WorkflowAgent(self, id, name=name, description=description, kind=kind or self._kind)
 
-    def run_stream(self, input: Any, session: Session | None = None) -> WorkflowStream:
+    def run_stream(
+        self, input: Any, session: Session | None = None, *, on_busy: OnBusy = "reject"
+    ) -> WorkflowStream:
         """Start a run on `input` and stream its events: `async with ... as events`.
 
         Node failures arrive as `NodeFailed` and `WorkflowFailed` events (nothing is raised).
-        Checkpoints go to `session.store` when there is one.
+        Checkpoints go to `session.store` when there is one. `on_busy` as in `run`.
         """
-        return WorkflowStream(lambda sink: self._start_run(input, session, sink))
+        return WorkflowStream(lambda sink: self._start_run(input, session, sink, on_busy))
 
-    async def run(self, input: Any, session: Session | None = None) -> WorkflowResult:
+    async def run(
+        self, input: Any, session: Session | None = None, *, on_busy: OnBusy = "reject"
+    ) -> WorkflowResult:
         """Run on `input` to the end and return the `WorkflowResult` (failures included).
+
+        `on_busy="wait"` queues the run behind another run of `session` instead of raising.
 
         Raises:
             SessionBusy: another run of `session` is in progress (in this process, or in
                 another one sharing its store).
         """
         collector = _Collector()
-        status, state = await self._start_run(input, session, collector)
+        status, state = await self._start_run(input, session, collector, on_busy)
         return _result(status, state, collector.events)
 
     def resume_stream(
@@ -294,10 +303,12 @@ class Workflow:
         store: CheckpointStore,
         responses: Mapping[str, Any] | None = None,
         session: Session | None = None,
+        *,
+        on_busy: OnBusy = "reject",
     ) -> WorkflowStream:
         """Continue the run saved as `checkpoint_id`, streaming its events; see `resume`."""
         return WorkflowStream(
-            lambda sink: self._resume_run(checkpoint_id, store, responses, session, sink)
+            lambda sink: self._resume_run(checkpoint_id, store, responses, session, sink, on_busy)
         )
 
     async def resume(
@@ -306,12 +317,16 @@ class Workflow:
         store: CheckpointStore,
         responses: Mapping[str, Any] | None = None,
         session: Session | None = None,
+        *,
+        on_busy: OnBusy = "reject",
     ) -> WorkflowResult:
         """Continue the run saved as `checkpoint_id` in `store`, answering pending requests.
 
         Nodes that completed before the checkpoint do not run again; a handling that waited
         re-runs from its start and its `request_info` returns the answer. The session (a new
         one with the checkpoint's id and `store` when None) gets the checkpoint's state.
+        `on_busy="wait"` waits for another run of the session to end instead of raising (a
+        worker taking over from one that just died, say).
 
         Raises:
             KeyError: when the store has no such checkpoint.
@@ -321,11 +336,13 @@ class Workflow:
                 process, or in another one sharing `store`).
         """
         collector = _Collector()
-        status, state = await self._resume_run(checkpoint_id, store, responses, session, collector)
+        status, state = await self._resume_run(
+            checkpoint_id, store, responses, session, collector, on_busy
+        )
         return _result(status, state, collector.events)
 
     async def _start_run(
-        self, input: Any, session: Session | None, sink: EventSink
+        self, input: Any, session: Session | None, sink: EventSink, on_busy: OnBusy
     ) -> tuple[RunStatus, RunState]:
         from raf.engine.protocol import RootRun
 
@@ -338,7 +355,7 @@ class Workflow:
         root.runner = runner
         if session is None:
             return await runner.execute(), state
-        release = await claim_session(session, wait=False, path=(self._id,))
+        release = await claim_session(session, wait=on_busy == "wait", path=(self._id,))
         try:
             return await runner.execute(), state
         finally:
@@ -351,6 +368,7 @@ class Workflow:
         responses: Mapping[str, Any] | None,
         session: Session | None,
         sink: EventSink,
+        on_busy: OnBusy,
     ) -> tuple[RunStatus, RunState]:
         self.declare_models()
         checkpoint = await store.load(checkpoint_id)
@@ -366,7 +384,7 @@ class Workflow:
             )
         if session is None:
             session = Session(id=checkpoint.session_id, store=store)
-        release = await claim_session(session, wait=False, path=(self._id,))
+        release = await claim_session(session, wait=on_busy == "wait", path=(self._id,))
         try:
             return await self._resume_held(
                 state, scope, snapshot, checkpoint, responses, session, sink

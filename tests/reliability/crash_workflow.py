@@ -146,7 +146,7 @@ async def main(spec: str, point: str, log: Path, out: Path) -> None:
             latest = await store.latest(SESSION)
             assert latest is not None, "no checkpoint to resume"
             session = Session(id=SESSION, store=store)
-            resumed = await agent.workflow.resume(latest, store, session=session)
+            resumed = await agent.workflow.resume(latest, store, session=session, on_busy="wait")
             status = resumed.status
         elif point == "answer":
             saved = await anyio.Path(out.with_suffix(".session")).read_text()

@@ -178,6 +178,37 @@ async def test_a_session_held_elsewhere_refuses_workflow_run_and_resume(backing:
         assert await lock(second, "wf-1") is not None
 
 
+async def test_a_workflow_run_or_resume_told_to_wait_runs_once_the_session_is_free(
+    backing: Backing,
+) -> None:
+    async def ask(value: str, ctx: NodeContext) -> None:
+        answer = await ctx.request_info({"question": value})
+        await ctx.yield_output(f"{value}:{answer}")
+
+    node = FunctionExecutor("ask", ask)
+    workflow = WorkflowBuilder("wf").add_executor(node).set_start(node).build()
+    async with backing.open() as first, backing.open() as second:
+        result = await workflow.run("go", Session(id="wf-2", store=first))
+        checkpoint_id = await first.latest("wf-2")
+        assert checkpoint_id is not None
+        held = await lock(second, "wf-2")
+        assert held is not None
+        outcome: list[object] = []
+
+        async def resume() -> None:
+            answers = {result.requests[0].request_id: "yes"}
+            resumed = await workflow.resume(checkpoint_id, first, answers, on_busy="wait")
+            outcome.append(resumed.outputs)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(resume)
+                await anyio.wait_all_tasks_blocked()
+                assert outcome == []
+                await held.release()
+        assert outcome == [["go:yes"]]
+
+
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     steps=st.lists(
