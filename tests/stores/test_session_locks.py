@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raf import FunctionAgent, RunOptions, Session, SessionBusy
-from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
+from raf.engine import FunctionExecutor, NodeContext, Workflow, WorkflowBuilder
 from raf.messages import ChatMessage
 from raf.stores import SqliteCheckpointStore
 from raf.stores.base import SessionLock, SessionLocking
@@ -151,13 +151,19 @@ async def test_runs_on_two_session_objects_with_one_id_and_store_take_turns(
         assert gate.order == ["start one", "end one", "start three", "end three"]
 
 
-async def test_a_session_held_elsewhere_refuses_workflow_run_and_resume(backing: Backing) -> None:
+def asking_workflow() -> Workflow:
+    """One node that asks a human, then outputs the value with the answer."""
+
     async def ask(value: str, ctx: NodeContext) -> None:
         answer = await ctx.request_info({"question": value})
         await ctx.yield_output(f"{value}:{answer}")
 
     node = FunctionExecutor("ask", ask)
-    workflow = WorkflowBuilder("wf").add_executor(node).set_start(node).build()
+    return WorkflowBuilder("wf").add_executor(node).set_start(node).build()
+
+
+async def test_a_session_held_elsewhere_refuses_workflow_run_and_resume(backing: Backing) -> None:
+    workflow = asking_workflow()
     async with backing.open() as first, backing.open() as second:
         session = Session(id="wf-1", store=first)
         result = await workflow.run("go", session)
@@ -181,12 +187,7 @@ async def test_a_session_held_elsewhere_refuses_workflow_run_and_resume(backing:
 async def test_a_workflow_run_or_resume_told_to_wait_runs_once_the_session_is_free(
     backing: Backing,
 ) -> None:
-    async def ask(value: str, ctx: NodeContext) -> None:
-        answer = await ctx.request_info({"question": value})
-        await ctx.yield_output(f"{value}:{answer}")
-
-    node = FunctionExecutor("ask", ask)
-    workflow = WorkflowBuilder("wf").add_executor(node).set_start(node).build()
+    workflow = asking_workflow()
     async with backing.open() as first, backing.open() as second:
         result = await workflow.run("go", Session(id="wf-2", store=first))
         checkpoint_id = await first.latest("wf-2")
