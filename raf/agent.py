@@ -31,6 +31,7 @@ from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_a
 from raf.run import AgentRun as AgentRun
 from raf.run import Emit, RunContext
 from raf.session import Session as Session
+from raf.session import checked_session
 from raf.updates import (
     AgentPath,
     AgentResponse,
@@ -106,6 +107,14 @@ def options_of_run(options: RunOptions | None) -> RunOptions:
     """The options one run uses: `options` with a metadata dict of the run's own."""
     if options is None:
         return RunOptions()
+    if not isinstance(options, RunOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+        fields = (
+            ", ".join(f"{k}={v!r}" for k, v in options.items()) if isinstance(options, dict) else ""
+        )
+        raise TypeError(
+            f"options is a RunOptions, not {type(options).__name__}: pass "
+            f"RunOptions({fields or 'timeout=30'})"
+        )
     return options.model_copy(update={"metadata": dict(options.metadata)})
 
 
@@ -243,7 +252,7 @@ class BaseAgent(ABC, Generic[ValueT]):
     ) -> AgentRun[ValueT]:
         """Start a run of this agent; see `IAgent.run`."""
         new_messages = as_messages(messages)
-        run_session = session if session is not None else self._default_session
+        run_session = self._default_session if session is None else checked_session(session)
         run_options = options_of_run(options)
 
         async def body(emit: Emit) -> AgentResponse[ValueT]:

@@ -50,7 +50,7 @@ class Session:
 
     def __init__(self, id: str | None = None, store: CheckpointStore | None = None) -> None:
         self.id: str = _checked_id(id) if id else uuid.uuid4().hex
-        self.store: CheckpointStore | None = store
+        self.store: CheckpointStore | None = _checked_store(store)
         self._state: dict[str, Any] = {}
         self.writer = SessionWriter()
         """Admits one top-level run at a time (`SessionBusy`, or a queue with `on_busy="wait"`)."""
@@ -137,6 +137,40 @@ class Session:
 
 def _jsonable(value: Any) -> Any:
     return pydantic_core.to_jsonable_python(value)
+
+
+def checked_session(session: Session) -> Session:
+    """`session`, when it is a `Session`.
+
+    Raises:
+        TypeError: saying what to pass (a session id is not a session).
+    """
+    given = cast(object, session)
+    if isinstance(given, Session):
+        return given
+    hint = f"Session(id={given!r})" if isinstance(given, str) else "Session()"
+    raise TypeError(f"session is a Session, not {type(given).__name__}: pass {hint}")
+
+
+def _checked_store(store: CheckpointStore | None) -> CheckpointStore | None:
+    """`store`, when it is a checkpoint store (or None).
+
+    Raises:
+        TypeError: saying what to pass (a path is not a store).
+    """
+    if store is None or all(
+        callable(getattr(store, name, None)) for name in ("save", "load", "latest", "list")
+    ):
+        return store
+    hint = (
+        f"SqliteCheckpointStore({store!r})"
+        if isinstance(store, str)
+        else "SqliteCheckpointStore('runs.db')"
+    )
+    raise TypeError(
+        f"Session(store=...) takes a checkpoint store, not {type(store).__name__}: pass a "
+        f"store of raf.stores, say {hint}"
+    )
 
 
 def _checked_id(session_id: str) -> str:

@@ -82,6 +82,22 @@ def test_run_refuses_bad_input_at_the_call(given: object) -> None:
         FunctionAgent("e", echo).run(given)  # type: ignore[arg-type]
 
 
+def test_run_refuses_a_session_id_or_an_options_dict_saying_what_to_pass() -> None:
+    agent = FunctionAgent("a", lambda m: "x")
+    with pytest.raises(TypeError, match=r"session is a Session, not str: pass Session\(id='s1'\)"):
+        agent.run("hi", "s1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"not dict: pass RunOptions\(timeout=3\)"):
+        agent.run("hi", options={"timeout": 3})  # type: ignore[arg-type]
+
+
+async def test_a_workflow_run_refuses_a_session_id() -> None:
+    from raf import SequentialBuilder
+
+    workflow = SequentialBuilder(id="s").add_agent(FunctionAgent("a", lambda m: "x")).build()
+    with pytest.raises(TypeError, match=r"pass Session\(id='chat'\)"):
+        await workflow.run("hi", "chat")  # type: ignore[arg-type]
+
+
 async def test_default_session_continues_the_conversation_and_reset_clears_it() -> None:
     agent = FunctionAgent("e", echo)
     assert (await agent.run("one").collect()).text == "one"

@@ -45,3 +45,13 @@ def test_clear_by_prefix() -> None:
 def test_from_json_rejects_foreign_text() -> None:
     with pytest.raises(ValueError, match="not a raf session"):
         Session.from_json('{"id": "x"}')
+
+
+@pytest.mark.parametrize("given", ["runs.db", 42, object()])
+def test_a_store_that_is_not_one_is_refused_saying_what_to_pass(given: object) -> None:
+    with pytest.raises(
+        TypeError, match=r"Session\(store=\.\.\.\) takes a checkpoint store"
+    ) as refused:
+        Session(store=given)  # type: ignore[arg-type]
+    if given == "runs.db":
+        assert "SqliteCheckpointStore('runs.db')" in str(refused.value)

@@ -26,7 +26,7 @@ from raf.engine.runner import EventSink, Runner
 from raf.engine.state import RunState, RunStatus
 from raf.engine.stream import WorkflowStream
 from raf.run import Turn
-from raf.session import Session
+from raf.session import Session, checked_session
 
 OnBusy = Literal["reject", "wait"]
 """What a run does when another run of its session is in progress (see `RunOptions.on_busy`)."""
@@ -347,7 +347,7 @@ class Workflow:
         from raf.engine.protocol import RootRun
 
         state = RunState.start(self._start, input)
-        run_session = session if session is not None else Session()
+        run_session = Session() if session is None else checked_session(session)
         root = RootRun(run_session, None)
         turn = Turn(engine=root)
         progress = root if root.checkpoints else None
@@ -384,6 +384,7 @@ class Workflow:
             )
         if session is None:
             session = Session(id=checkpoint.session_id, store=store)
+        checked_session(session)
         release = await claim_session(session, wait=on_busy == "wait", path=(self._id,))
         try:
             return await self._resume_held(
