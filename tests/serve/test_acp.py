@@ -327,3 +327,31 @@ async def test_an_unknown_session_cannot_be_loaded(tmp_path: Path) -> None:
 
     await on_asyncio(scenario)
     assert "no such session" in errors[0] and "session/list" in errors[0]
+
+
+async def test_two_editors_on_one_store_never_run_one_session_at_once(tmp_path: Path) -> None:
+    store = tmp_path / "sessions.db"
+    first, second = RecordingClient(), RecordingClient()
+    outcome: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        first.tool_running = anyio.Event()
+        async with kept("slow", first, store) as one, kept("slow", second, store) as two:
+            session = await one.new_session(cwd="/w")
+            session_id = session.session_id
+            async with anyio.create_task_group() as tg:
+
+                async def hold() -> None:
+                    outcome["first"] = await prompt(one, session_id, "go")
+
+                tg.start_soon(hold)
+                await first.tool_running.wait()
+                await two.load_session(cwd="/w", session_id=session_id)
+                with pytest.raises(RequestError) as refused:
+                    await prompt(two, session_id, "me too")
+                outcome["refused"] = str(refused.value.data)
+                await one.cancel(session_id=session_id)
+
+    await on_asyncio(scenario)
+    assert outcome["first"] == "cancelled"
+    assert "is busy" in outcome["refused"] and "another editor" in outcome["refused"]
