@@ -262,7 +262,8 @@ async def test_a_dropped_postgres_lock_connection_takes_its_sessions_again(
         connection = store._advisory._connection  # pyright: ignore[reportPrivateUsage]
         assert connection is not None
         with psycopg.connect(postgres_dsn, autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(%s)", (connection.info.backend_pid,))
+            # Waits (up to 5 s) until the backend is gone, its locks with it.
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (connection.info.backend_pid,))
 
     async with (
         PostgresCheckpointStore(postgres_dsn, schema=postgres_schema) as first,
