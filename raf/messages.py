@@ -94,19 +94,34 @@ class ChatMessage(_Frozen):
         return [c for c in self.contents if c.type == "tool_call"]
 
     @classmethod
-    def user(cls, text: str) -> ChatMessage:
-        """A user message holding `text`."""
-        return cls(role="user", contents=[TextContent(text=text)])
+    def user(cls, text: str, author: str | None = None) -> ChatMessage:
+        """A user message holding `text`, attributed to `author` when another agent's words
+        are shown to an agent this way."""
+        return cls._of_text("user", text, author)
 
     @classmethod
     def system(cls, text: str) -> ChatMessage:
         """A system message holding `text`."""
-        return cls(role="system", contents=[TextContent(text=text)])
+        return cls._of_text("system", text, None)
 
     @classmethod
     def assistant(cls, text: str, author: str | None = None) -> ChatMessage:
         """An assistant message holding `text`, optionally attributed to `author`."""
-        return cls(role="assistant", contents=[TextContent(text=text)], author=author)
+        return cls._of_text("assistant", text, author)
+
+    @classmethod
+    def _of_text(cls, role: Role, text: str, author: str | None) -> ChatMessage:
+        # Validated from plain data by the model's own validator: the same message as one
+        # built from its parts, for about two thirds of the instructions (a message per
+        # agent answer, and per answer another agent is shown, on the hot path).
+        contents = [{"type": "text", "text": text}]
+        data = (
+            {"role": role, "contents": contents}
+            if author is None
+            else {"role": role, "contents": contents, "author": author}
+        )
+        message: ChatMessage = cls.__pydantic_validator__.validate_python(data)
+        return message
 
     @classmethod
     def tool_result(cls, call_id: str, result: str, *, is_error: bool = False) -> ChatMessage:

@@ -40,6 +40,24 @@ def test_constructors_set_roles_and_author() -> None:
     assert isinstance(part, ToolResultContent) and part.is_error and part.call_id == "c1"
 
 
+@given(st.text(), st.sampled_from([None, "writer", "team lead/1"]))
+def test_text_constructors_build_the_message_its_parts_would(text: str, author: str | None) -> None:
+    # They validate plain data (cheaper); the message must be the one built part by part.
+    part = [TextContent(text=text)]
+    assert ChatMessage.user(text) == ChatMessage(role="user", contents=part)
+    assert ChatMessage.user(text, author) == ChatMessage(role="user", contents=part, author=author)
+    assert ChatMessage.system(text) == ChatMessage(role="system", contents=part)
+    assert ChatMessage.assistant(text, author) == ChatMessage(
+        role="assistant", contents=part, author=author
+    )
+    assert isinstance(ChatMessage.user(text).contents[0], TextContent)
+
+
+def test_text_constructors_refuse_what_is_not_text() -> None:
+    with pytest.raises(ValidationError):
+        ChatMessage.user(3)  # type: ignore[arg-type]
+
+
 def test_messages_are_frozen() -> None:
     message = ChatMessage.user("hi")
     with pytest.raises(ValidationError):

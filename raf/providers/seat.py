@@ -21,13 +21,12 @@ Example:
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Sequence
 
 from raf.messages import ChatMessage, ToolCallContent, ToolResultContent
 
-Presented = dict[tuple[int, ...], tuple[tuple[ChatMessage, ...], ChatMessage]]
-"""Attributed messages already built, keyed by the ids of the messages each one presents.
+Presented = dict[int, tuple[tuple[ChatMessage, ...], ChatMessage]]
+"""Attributed messages already built, keyed by the id of the first message each one presents.
 
 How a run of one agent's messages is shown does not depend on who looks, so the agents of one
 run share these (`raf.run.Turn.presented`): in a chain each agent would otherwise build again
@@ -36,37 +35,46 @@ mistaken for another message's.
 """
 
 
-Prefixes = dict[int, "_Prefix"]
+class _Prefix:
+    """What `seen_by` built for the non-system messages `messages`, valid for any seat that
+    wrote none of them: a later request that starts with them goes on from here. Never
+    changed once made."""
+
+    __slots__ = ("authors", "group", "messages", "open_calls", "out", "shown")
+
+    def __init__(
+        self,
+        messages: list[ChatMessage],
+        authors: frozenset[str],
+        out: list[ChatMessage],
+        group: tuple[ChatMessage, ...],
+        shown: ChatMessage | None,
+        open_calls: frozenset[str],
+    ) -> None:
+        self.messages = messages
+        """The messages presented (kept, so an id is never mistaken for another message's)."""
+        self.authors = authors
+        """Every author among them."""
+        self.out = out
+        """Their presentation but for `group`."""
+        self.group = group
+        """The last consecutive messages of one other agent (empty when the last is not)."""
+        self.shown = shown
+        """`group` as one attributed message (None when `group` is empty)."""
+        self.open_calls = open_calls
+        """The calls of the seat's last assistant message still unanswered."""
+
+
+Prefixes = dict[int, _Prefix]
 """How the start of a conversation was shown, by the id of its last message, for the seats of
 one run (`raf.run.Turn.prefixes`): in a chain each agent's conversation is the one before it
 plus that agent's answer, so each request presents only what is new."""
 
 
-class _Prefix:
-    """The state of `seen_by` after the non-system messages `messages`, valid for any seat
-    that wrote none of them."""
-
-    __slots__ = ("authors", "group", "group_author", "messages", "open_calls", "out")
-
-    def __init__(
-        self,
-        messages: tuple[ChatMessage, ...],
-        authors: frozenset[str],
-        out: list[ChatMessage],
-        group: list[ChatMessage],
-        group_author: str,
-        open_calls: set[str],
-    ) -> None:
-        self.messages = messages
-        self.authors = authors
-        self.out = out
-        self.group = group
-        self.group_author = group_author
-        self.open_calls = open_calls
-
-
 _LOOK_BACK = 4
 """How many messages back from the end a reusable prefix may end (a chain adds one or two)."""
+
+_NO_CALLS: frozenset[str] = frozenset()
 
 
 def seen_by(
@@ -74,6 +82,8 @@ def seen_by(
     messages: Iterable[ChatMessage],
     presented: Presented | None = None,
     prefixes: Prefixes | None = None,
+    *,
+    system: Sequence[ChatMessage] = (),
 ) -> list[ChatMessage]:
     """The conversation `messages` as the model of agent `seat` is shown it.
 
@@ -85,78 +95,134 @@ def seen_by(
             added to.
         prefixes: how other seats of the same run were shown the start of this conversation,
             reused and added to.
+        system: system messages to put before `messages` (the agent's instructions).
     """
     memo: Presented = {} if presented is None else presented
     listed = messages if isinstance(messages, list) else list(messages)
-    lead = 0  # the system messages a request starts with (the instructions)
+    lead = 0  # the system messages the conversation starts with
     while lead < len(listed) and listed[lead].role == "system":
         lead += 1
-    systems = listed[:lead]
-    body = listed[lead:]
-    out: list[ChatMessage] = []
-    open_calls: set[str] = set()  # calls of this agent's last assistant message, unanswered
-    group: list[ChatMessage] = []  # consecutive messages of one other agent, not yet written
-    group_author = ""
-    authors: set[str] = set()
-    start = 0
-    if prefixes is not None:
-        known = _known_prefix(seat, body, prefixes)
-        if known is not None:
-            start = len(known.messages)
-            out = list(known.out)
-            group = list(known.group)
-            group_author = known.group_author
-            open_calls = set(known.open_calls)
-            authors = set(known.authors)
-    plain = True  # no system message past the start: the state may be reused
-    for message in body[start:]:
+    systems = [*system, *listed[:lead]] if lead else list(system)
+    body = listed[lead:]  # a copy this call owns: a state may keep it
+    lead = len(systems)
+    state = _chained(seat, body, prefixes, memo) if prefixes else None
+    if state is None:
+        known = _known_prefix(seat, body, prefixes) if prefixes else None
+        state = _walk(seat, body, known, memo, systems)
+        # A new state, for other seats too unless this one wrote in it or a system message
+        # came after the start (which `systems` took).
+        new = body and state.messages is body and len(systems) == lead
+        if prefixes is not None and new and seat not in state.authors:
+            prefixes[id(body[-1])] = state
+    elif prefixes is not None:
+        prefixes[id(body[-1])] = state
+    if len(systems) > 1:
+        systems = [ChatMessage.system("\n\n".join(m.text for m in systems))]
+    systems += state.out
+    if state.shown is not None:
+        systems.append(state.shown)
+    return systems
+
+
+def _chained(
+    seat: str | None, body: list[ChatMessage], prefixes: Prefixes, memo: Presented
+) -> _Prefix | None:
+    """The state after `body` when it is what another seat was shown plus one answer of a
+    third agent (the next seat of a chain), else None: the usual case, taken directly."""
+    if len(body) < 2:
+        return None
+    known = prefixes.get(id(body[-2]))
+    message = body[-1]
+    author = message.author
+    if (
+        known is None
+        or author is None
+        or author == seat
+        or message.role not in _SPOKEN
+        or seat in known.authors
+        or (known.group and known.group[0].author == author)
+        or body[:-1] != known.messages
+    ):
+        return None
+    out = known.out if known.shown is None else [*known.out, known.shown]
+    authors = known.authors if author in known.authors else known.authors | {author}
+    group = (message,)
+    return _Prefix(body, authors, out, group, _shown(group, memo), _NO_CALLS)
+
+
+def _walk(
+    seat: str | None,
+    body: list[ChatMessage],
+    known: _Prefix | None,
+    memo: Presented,
+    systems: list[ChatMessage],
+) -> _Prefix:
+    """The state after `body` for `seat`, going on from `known` (a state for its start);
+    system messages met on the way are added to `systems`. Returns `known` itself when
+    nothing follows it."""
+    if known is None:
+        start = 0
+        out: list[ChatMessage] = []
+        group: tuple[ChatMessage, ...] = ()  # consecutive messages of one other agent
+        shown: ChatMessage | None = None  # `group` presented, once built
+        open_calls = _NO_CALLS  # calls of this agent's last assistant message, unanswered
+        authors: frozenset[str] = frozenset()
+    else:
+        start = len(known.messages)
+        if start == len(body):
+            return known
+        out = list(known.out)
+        group = known.group
+        shown = known.shown
+        open_calls = known.open_calls
+        authors = known.authors
+    for message in body[start:] if start else body:
         role = message.role
         if role == "system":
             systems.append(message)
-            plain = False
             continue
         author = message.author
         if author is not None:
-            authors.add(author)
-        if author is not None and author != seat and role in _SPOKEN:
-            if group and group_author != author:
-                out.append(_shown(group_author, group, memo))
-                group = []
-            group_author = author
-            group.append(message)
-            open_calls = set()
-            continue
+            if author not in authors:
+                authors = authors | {author}
+            if author != seat and role in _SPOKEN:
+                if group and group[0].author == author:
+                    group = (*group, message)
+                else:
+                    if group:
+                        out.append(shown if shown is not None else _shown(group, memo))
+                    group = (message,)
+                shown = None
+                open_calls = _NO_CALLS
+                continue
         if group:
-            out.append(_shown(group_author, group, memo))
-            group = []
+            out.append(shown if shown is not None else _shown(group, memo))
+            group = ()
+            shown = None
         if role == "assistant":
-            open_calls = {c.call_id for c in message.contents if c.type == "tool_call"}
+            open_calls = frozenset(c.call_id for c in message.contents if c.type == "tool_call")
             out.append(message)
         elif role == "tool":
-            out.extend(_own_results(message, open_calls))
+            kept, open_calls = _own_results(message, open_calls)
+            out.extend(kept)
         else:
-            open_calls = set()
+            open_calls = _NO_CALLS
             out.append(message)
-    if prefixes is not None and plain and start < len(body) and seat not in authors:
-        # What another seat can start from: the state before the last group is written.
-        prefixes[id(body[-1])] = _Prefix(
-            tuple(body), frozenset(authors), list(out), list(group), group_author, set(open_calls)
-        )
-    if group:
-        out.append(_shown(group_author, group, memo))
-    if len(systems) > 1:
-        systems = [ChatMessage.system("\n\n".join(m.text for m in systems))]
-    return [*systems, *out] if systems else out
+    if group and shown is None:
+        shown = _shown(group, memo)
+    return _Prefix(body, authors, out, group, shown, open_calls)
 
 
 def _known_prefix(seat: str | None, body: list[ChatMessage], prefixes: Prefixes) -> _Prefix | None:
     """The longest prefix of `body` another seat was shown that `seat` wrote nothing of."""
-    for end in range(len(body), max(0, len(body) - _LOOK_BACK), -1):
+    end = len(body)
+    stop = end - _LOOK_BACK if end > _LOOK_BACK else 0
+    while end > stop:
         known = prefixes.get(id(body[end - 1]))
-        if known is None or len(known.messages) != end or seat in known.authors:
-            continue
-        if all(map(operator.is_, known.messages, body)):
+        # Equal messages are shown alike; the comparison is by identity first, so cheap.
+        if known is not None and seat not in known.authors and body[:end] == known.messages:
             return known
+        end -= 1
     return None
 
 
@@ -186,18 +252,20 @@ def describe_result(result: ToolResultContent, names: dict[str, str]) -> str:
     return f"{what} {verb}: {result.result}"
 
 
-def _shown(author: str, messages: list[ChatMessage], memo: Presented) -> ChatMessage:
+def _shown(messages: tuple[ChatMessage, ...], memo: Presented) -> ChatMessage:
     """Consecutive messages of one other agent as one attributed user message."""
-    if len(messages) == 1:
-        key: tuple[int, ...] = (id(messages[0]),)
-        known = memo.get(key)
-        if known is not None and known[0][0] is messages[0]:
-            return known[1]
-    else:
-        key = tuple(map(id, messages))
-        known = memo.get(key)
-        if known is not None and all(a is b for a, b in zip(known[0], messages, strict=True)):
-            return known[1]
+    key = id(messages[0])
+    known = memo.get(key)
+    if known is not None and known[0] == messages:
+        return known[1]
+    first = messages[0]
+    author = first.author
+    assert author is not None
+    contents = first.contents
+    if len(messages) == 1 and len(contents) == 1 and contents[0].type == "text":
+        shown = ChatMessage.user(attributed(author, contents[0].text), author)  # the usual
+        memo[key] = (messages, shown)
+        return shown
     lines: list[str] = []
     names: dict[str, str] = {}  # the tools this agent called, by call id
     for message in messages:
@@ -210,30 +278,26 @@ def _shown(author: str, messages: list[ChatMessage], memo: Presented) -> ChatMes
                 lines.append(describe_call(content))
             elif content.type == "tool_result":
                 lines.append(describe_result(content, names))
-    # Validated from plain data: faster than building the content models one by one.
-    shown = ChatMessage.model_validate(
-        {
-            "role": "user",
-            "contents": [{"type": "text", "text": attributed(author, "\n".join(lines))}],
-            "author": author,
-        }
-    )
-    memo[key] = (tuple(messages), shown)
+    shown = ChatMessage.user(attributed(author, "\n".join(lines)), author)
+    memo[key] = (messages, shown)
     return shown
 
 
-def _own_results(message: ChatMessage, open_calls: set[str]) -> Sequence[ChatMessage]:
-    """This agent's tool message: kept when it answers its own open calls, else user text."""
+def _own_results(
+    message: ChatMessage, open_calls: frozenset[str]
+) -> tuple[Sequence[ChatMessage], frozenset[str]]:
+    """This agent's tool message: kept when it answers its own open calls, else user text;
+    and the calls still open after it."""
     results = [c for c in message.contents if c.type == "tool_result"]
-    if results and all(r.call_id in open_calls for r in results):
-        for r in results:
-            open_calls.discard(r.call_id)
-        return (message,)
+    answered = frozenset(r.call_id for r in results)
+    if results and answered <= open_calls:
+        return (message,), open_calls - answered
     out: list[ChatMessage] = []
+    still_open = set(open_calls)
     for r in results:
-        if r.call_id in open_calls:
-            open_calls.discard(r.call_id)
+        if r.call_id in still_open:
+            still_open.discard(r.call_id)
             out.append(ChatMessage(role="tool", contents=[r], author=message.author))
         else:
             out.append(ChatMessage.user(r.result))
-    return out
+    return out, frozenset(still_open)

@@ -130,7 +130,7 @@ class ReactLoop:
         # The conversation from this agent's seat; what the loop appends is its own.
         turn = ctx.turn
         conversation = seen_by(
-            self.author, [*self._system, *messages], turn.presented, turn.prefixes
+            self.author, messages, turn.presented, turn.prefixes, system=self._system
         )
         added: list[ChatMessage] = []
         tokens_in = tokens_out = 0
@@ -244,6 +244,8 @@ class ReactLoop:
         return completion, reported
 
     def _assistant(self, completion: Completion) -> ChatMessage:
+        if not completion.reasoning and not completion.tool_calls:
+            return ChatMessage.assistant(completion.text, self.author)  # the usual answer
         contents: list[Content] = []
         if completion.reasoning:
             # The whole message, as streamed: its reasoning too (never sent back to a model).

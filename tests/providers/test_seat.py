@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raf.messages import ChatMessage, TextContent, ToolCallContent, ToolResultContent
@@ -116,24 +116,63 @@ def test_names_are_sanitised_for_the_api_and_kept_in_the_text() -> None:
 _AUTHORS = st.sampled_from(["a", "b", "c", None])
 
 
+def _turn(draw: st.DrawFn, index: int, *, system: bool = False) -> list[ChatMessage]:
+    """One step of a conversation: an answer, a tool turn, user text, a stray tool result,
+    or (with `system`) a system message."""
+    kinds = ["text", "tools", "user", "orphan", *(["system"] if system else [])]
+    kind = draw(st.sampled_from(kinds))
+    author = draw(_AUTHORS)
+    if kind == "text":
+        return [ChatMessage.assistant(f"t{index}", author=author)]
+    if kind == "tools":
+        call_id = f"c{index}"
+        return [_calls(author or "a", (call_id, "f")), _result(author or "a", call_id, f"r{index}")]
+    if kind == "user":  # now and then another agent's words already shown as user text
+        return [ChatMessage.user(f"u{index}", draw(st.sampled_from([None, None, "b"])))]
+    if kind == "orphan":
+        return [_result(author, f"x{index}", f"o{index}")]
+    return [ChatMessage.system(f"s{index}")]
+
+
 @st.composite
 def _conversations(draw: st.DrawFn) -> list[ChatMessage]:
     """Random conversations of several agents, with tool turns and stray tool results."""
     messages: list[ChatMessage] = [ChatMessage.user("start")]
     for index in range(draw(st.integers(0, 12))):
-        kind = draw(st.sampled_from(["text", "tools", "user", "orphan"]))
-        author = draw(_AUTHORS)
-        if kind == "text":
-            messages.append(ChatMessage.assistant(f"t{index}", author=author))
-        elif kind == "tools":
-            call_id = f"c{index}"
-            messages.append(_calls(author or "a", (call_id, "f")))
-            messages.append(_result(author or "a", call_id, f"r{index}"))
-        elif kind == "user":
-            messages.append(ChatMessage.user(f"u{index}"))
-        else:
-            messages.append(_result(author, f"x{index}", f"o{index}"))
+        messages.extend(_turn(draw, index))
     return messages
+
+
+@st.composite
+def _runs(draw: st.DrawFn) -> list[tuple[str | None, list[ChatMessage]]]:
+    """The requests of one run: each conversation is the last one with one step more (a
+    chain's next seat), or an earlier one, cut anywhere, with up to three steps more (a
+    branch, one agent going on, a system message on the way), now and then with a message
+    swapped for an equal copy or another message; the seats are random, so some have
+    messages of their own in what they see."""
+    conversations = [draw(_conversations())]
+    requests: list[tuple[str | None, list[ChatMessage]]] = []
+    for step in range(draw(st.integers(1, 10))):
+        if draw(st.booleans()):  # the next seat of a chain: the last request and one step more
+            conversation = [*conversations[-1], *_turn(draw, 100 * step)]
+            conversations.append(conversation)
+            requests.append((draw(st.sampled_from(["a", "b", "c", "d", None])), conversation))
+            continue
+        before = draw(st.sampled_from(conversations))
+        whole = draw(st.booleans())  # mostly: everything before, as in a chain
+        conversation = list(before) if whole else before[: draw(st.integers(0, len(before)))]
+        for index in range(draw(st.integers(0, 3))):
+            conversation.extend(_turn(draw, 100 * step + index, system=True))
+        if conversation and draw(st.booleans()):
+            at = draw(st.integers(0, len(conversation) - 1))
+            swap = draw(st.sampled_from(["copy", "other"]))
+            if swap == "copy":
+                conversation[at] = conversation[at].model_copy()
+            else:
+                conversation[at] = ChatMessage.assistant(f"other{step}", author="c")
+        conversations.append(conversation)
+        requests.append((draw(st.sampled_from(["a", "b", "c", "d", None])), conversation))
+    return requests
 
 
 @given(_conversations(), st.sampled_from(["a", "b", "c"]))
@@ -205,3 +244,67 @@ def test_a_chain_presents_only_what_is_new_to_each_later_seat() -> None:
     assert len(prefixes) == 6
     last = seen_by("agent6", conversation, presented, prefixes)
     assert [m.text.splitlines()[0] for m in last] == ["go"] + [f"[agent{i}]" for i in range(6)]
+
+
+@settings(max_examples=300)
+@given(_runs())
+def test_the_run_caches_never_change_what_a_seat_is_shown(
+    requests: list[tuple[str | None, list[ChatMessage]]],
+) -> None:
+    # Every request of a run shares its attributed messages and shown starts; each must be
+    # shown exactly what a request without them is shown, however the conversations relate.
+    presented: Presented = {}
+    prefixes: Prefixes = {}
+    system = (ChatMessage.system("Be brief."),)
+    for seat, conversation in requests:
+        before = list(conversation)
+        shown = seen_by(seat, conversation, presented, prefixes, system=system)
+        assert shown == seen_by(seat, [*system, *conversation])
+        assert conversation == before
+
+
+def test_a_start_that_ends_in_the_same_message_but_differs_before_is_not_reused() -> None:
+    answer = ChatMessage.assistant("Oslo.", author="a")
+    presented: Presented = {}
+    prefixes: Prefixes = {}
+    first = [ChatMessage.user("Plan a trip."), answer]
+    second = [ChatMessage.user("Name a city."), answer]
+    seen_by("b", first, presented, prefixes)
+    later = ChatMessage.assistant("Bergen.", author="b")
+    assert seen_by("c", [*second, later], presented, prefixes)[0].text == "Name a city."
+    assert seen_by("c", second, presented, prefixes)[0].text == "Name a city."
+
+
+def test_a_seat_with_messages_of_its_own_in_a_shown_start_is_shown_its_own() -> None:
+    presented: Presented = {}
+    prefixes: Prefixes = {}
+    conversation = [ChatMessage.user("q"), ChatMessage.assistant("mine", author="b")]
+    seen_by("a", conversation, presented, prefixes)  # "b"'s answer shown to "a" as user text
+    later = [*conversation, ChatMessage.assistant("x", author="a")]
+    assert [m.role for m in seen_by("b", later, presented, prefixes)] == [
+        "user",
+        "assistant",
+        "user",
+    ]
+
+
+def test_the_instructions_go_first_and_merge_with_the_conversations_own_system_text() -> None:
+    conversation = [ChatMessage.system("Role: terse."), ChatMessage.user("hi")]
+    seen = seen_by("a", conversation, system=[ChatMessage.system("You plan.")])
+    assert seen == [ChatMessage.system("You plan.\n\nRole: terse."), ChatMessage.user("hi")]
+
+
+def test_consecutive_answers_of_one_agent_are_one_attributed_message() -> None:
+    conversation = [
+        ChatMessage.user("q"),
+        ChatMessage.assistant("Let me look.", author="a"),
+        ChatMessage.assistant("Found it.", author="a"),
+    ]
+    (_, shown) = seen_by("b", conversation)
+    assert shown == ChatMessage.user("[a]\nLet me look.\nFound it.", "a")
+
+
+def test_a_tool_message_without_results_is_left_out() -> None:
+    empty = ChatMessage(role="tool", contents=[TextContent(text="no result")], author="a")
+    conversation = [ChatMessage.user("q"), _calls("a", ("c1", "f")), empty]
+    assert seen_by("a", conversation) == conversation[:2]
