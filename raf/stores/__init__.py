@@ -2,7 +2,8 @@
 
 `MemoryCheckpointStore` for tests, `SqliteCheckpointStore` (one file, the embedded default) and
 `PostgresCheckpointStore` (several workers sharing runs) all implement `CheckpointStore` and
-`EventLog`; `new_id()` makes the sortable ids they order by, `content_digest()` the sha256 an
+`EventLog`, and keep sessions single-writer among everything sharing them (`SessionLocking`);
+`new_id()` makes the sortable ids they order by, `content_digest()` the sha256 an
 event's content is filed under.
 
 Example:
@@ -17,6 +18,8 @@ from raf.stores.base import SUPPORTED_CHECKPOINT_VERSIONS as SUPPORTED_CHECKPOIN
 from raf.stores.base import Checkpoint as Checkpoint
 from raf.stores.base import CheckpointStore as CheckpointStore
 from raf.stores.base import EventLog as EventLog
+from raf.stores.base import SessionLock as SessionLock
+from raf.stores.base import SessionLocking as SessionLocking
 from raf.stores.base import StoredEvent as StoredEvent
 from raf.stores.ids import new_id as new_id
 from raf.stores.memory import MemoryCheckpointStore as MemoryCheckpointStore
@@ -32,6 +35,8 @@ __all__ = [
     "EventLog",
     "MemoryCheckpointStore",
     "PostgresCheckpointStore",
+    "SessionLock",
+    "SessionLocking",
     "SqliteCheckpointStore",
     "StoredEvent",
     "content_digest",

@@ -64,14 +64,15 @@ class SessionLocks:
         try:
             release = await self._beyond(session_id, wait)
         except BaseException:
-            self._give_back(session_id, writer)
+            self.give_back(session_id, writer)
             raise
         if release is None:
-            self._give_back(session_id, writer)
+            self.give_back(session_id, writer)
             return None
         return _Held(self, session_id, writer, release)
 
-    def _give_back(self, session_id: str, writer: SessionWriter) -> None:
+    def give_back(self, session_id: str, writer: SessionWriter) -> None:
+        """Release `writer`'s hold on `session_id` here (the next queued run gets it)."""
         writer.release()
         self._forget_if_free(session_id, writer)
 
@@ -103,7 +104,7 @@ class _Held:
                 with anyio.CancelScope(shield=True):
                     await release()
         finally:
-            self._locks._give_back(self._session_id, writer)  # pyright: ignore[reportPrivateUsage]
+            self._locks.give_back(self._session_id, writer)
 
 
 class SessionLockingStore:
