@@ -3,15 +3,16 @@
 `SessionWriter`: each `Session` owns one. A run claims it before its first item and releases it
 when its body ends; a run that waits (`RunOptions(on_busy="wait")`) queues first come, first
 served, and the writer passes straight from one run to the next, so no third run can slip in
-between. `claim_session` adds the lock of the session's store, when it has one
+between. `claim_session` (and `holding`, its context manager) adds the lock of the session's store, when it has one
 (`raf.stores.base.SessionLocking`), which holds the session among every process sharing it.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, cast
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
@@ -25,7 +26,14 @@ if TYPE_CHECKING:
 
     LockSession = Callable[..., Awaitable[SessionLock | None]]
 
-__all__ = ["Release", "SessionWriter", "claim_session"]
+__all__ = ["Acquire", "OnBusy", "Release", "SessionWriter", "claim_session", "hold", "holding"]
+
+OnBusy = Literal["reject", "wait"]
+"""What a run does when another run of its session is in progress: raise `SessionBusy`, or
+queue behind it."""
+
+Acquire = Callable[[], Awaitable[Release | None]]
+"""Takes a hold beyond a session's writer: how to let it go, or None when another holds it."""
 
 
 class SessionWriter:
@@ -81,38 +89,73 @@ async def claim_session(session: Session, *, wait: bool, path: AgentPath = ()) -
         SessionBusy: another run holds the session (in this process, or in another one
             sharing its store) and `wait` is False. With `wait`, the run waits its turn.
     """
-    writer = session.writer
+    store = session.store
+    lock_session = None if store is None else getattr(store, "lock_session", None)
+    then = None if lock_session is None else _store_lock(lock_session, session.id, wait)
+    release = await hold(session.writer, wait=wait, then=then)
+    if release is None:
+        raise SessionBusy(session.id, path=path)
+    return release
+
+
+@asynccontextmanager
+async def holding(session: Session, *, wait: bool, path: AgentPath = ()) -> AsyncGenerator[None]:
+    """`claim_session` for the block: the session is let go however the block ends."""
+    release = await claim_session(session, wait=wait, path=path)
+    try:
+        yield
+    finally:
+        await release()
+
+
+async def hold(
+    writer: SessionWriter,
+    *,
+    wait: bool,
+    then: Acquire | None = None,
+    freed: Callable[[], None] | None = None,
+) -> Release | None:
+    """Claim `writer` (waiting its turn with `wait`), then what `then` takes: how to let both
+    go, or None when either is held by another run (and `wait` is False).
+
+    `freed` gives the writer back (its `release` by default); the release lets `then`'s hold
+    go first, shielded from cancellation.
+    """
+    give_back = writer.release if freed is None else freed
     if wait:
         await writer.claim()
     elif not writer.try_claim():
-        raise SessionBusy(session.id, path=path)
-    store = session.store
-    lock_session = None if store is None else getattr(store, "lock_session", None)
-    if lock_session is None:
-        return _releasing(writer)
-    lock_session = cast("LockSession", lock_session)
+        return None
+    if then is None:
+
+        async def release_writer() -> None:
+            give_back()
+
+        return release_writer
     try:
-        lock = await lock_session(session.id, wait=wait)
+        outer = await then()
     except BaseException:
-        writer.release()
+        give_back()
         raise
-    if lock is None:
-        writer.release()
-        raise SessionBusy(session.id, path=path)
-    release_lock = lock.release
+    if outer is None:
+        give_back()
+        return None
 
     async def release() -> None:
         try:
             with anyio.CancelScope(shield=True):
-                await release_lock()
+                await outer()
         finally:
-            writer.release()
+            give_back()
 
     return release
 
 
-def _releasing(writer: SessionWriter) -> Release:
-    async def release() -> None:
-        writer.release()
+def _store_lock(lock_session: Any, session_id: str, wait: bool) -> Acquire:
+    """What `hold` takes after the writer: the store's lock of `session_id`."""
 
-    return release
+    async def acquire() -> Release | None:
+        lock = await cast("LockSession", lock_session)(session_id, wait=wait)
+        return None if lock is None else lock.release
+
+    return acquire

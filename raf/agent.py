@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Sequence
-from typing import Any, ClassVar, Generic, Literal, Protocol, cast, runtime_checkable
+from collections.abc import Sequence
+from functools import partial
+from typing import Any, ClassVar, Generic, Protocol, cast, runtime_checkable
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from raf._single_writer import Release, claim_session
+from raf._single_writer import OnBusy, claim_session
 from raf.budget import Budget, BudgetTracker
 from raf.errors import AgentError, BudgetExceeded, RunTimeout
 from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_adapter
@@ -92,7 +93,7 @@ class RunOptions(BaseModel):
     """Limits on the whole tree's tokens, model calls and seconds."""
     metadata: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())
     """Free-form data for your own agents and tools; each run gets its own copy."""
-    on_busy: Literal["reject", "wait"] = "reject"
+    on_busy: OnBusy = "reject"
     """What a run does when another top-level run of its session is in progress (in this
     process, or in another sharing its store): raise `SessionBusy` (`reject`), or queue behind
     it, first come first served (`wait`)."""
@@ -286,11 +287,8 @@ class BaseAgent(ABC, Generic[ValueT]):
                 path=ctx.path,
             )
 
-        def admit() -> Awaitable[Release]:
-            wait = run_options.on_busy == "wait"
-            return claim_session(run_session, wait=wait, path=(self._id,))
-
-        return AgentRun(body, admit)
+        wait = run_options.on_busy == "wait"
+        return AgentRun(body, partial(claim_session, run_session, wait=wait, path=(self._id,)))
 
     async def invoke_turn(
         self, messages: list[ChatMessage], ctx: RunContext

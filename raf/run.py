@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from raf._streaming import Admit, ProducerStream, single_exceptions
+from raf._streaming import ProducerStream, single_exceptions
 from raf.providers.seat import Prefixes, Presented
 from raf.updates import AgentPath, AgentResponse, AgentUpdate, ValueT
 
@@ -121,11 +121,6 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse[ValueT]]):
     """
 
     __slots__ = ()
-
-    def __init__(
-        self, body: Callable[[Emit], Awaitable[AgentResponse[ValueT]]], admit: Admit | None = None
-    ) -> None:
-        super().__init__(body, admit)
 
     misuse = (
         "an AgentRun streams inside its context manager: write "

@@ -13,11 +13,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
-from raf._single_writer import claim_session
+from raf._single_writer import OnBusy, holding
 from raf.engine.checkpointing import read_checkpoint
 from raf.engine.edges import Edge, Route
 from raf.engine.events import CheckpointSaved, RequestInfo, WorkflowEvent, WorkflowFailed
@@ -27,9 +27,6 @@ from raf.engine.state import RunState, RunStatus
 from raf.engine.stream import WorkflowStream
 from raf.run import Turn
 from raf.session import Session, checked_session
-
-OnBusy = Literal["reject", "wait"]
-"""What a run does when another run of its session is in progress (see `RunOptions.on_busy`)."""
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -353,13 +350,10 @@ class Workflow:
         progress = root if root.checkpoints else None
         runner = Runner(self, state, sink, run_session, turn=turn, progress=progress)
         root.runner = runner
-        if session is None:
+        if session is None:  # a fresh session: nothing else can hold it
             return await runner.execute(), state
-        release = await claim_session(session, wait=on_busy == "wait", path=(self._id,))
-        try:
+        async with holding(session, wait=on_busy == "wait", path=(self._id,)):
             return await runner.execute(), state
-        finally:
-            await release()
 
     async def _resume_run(
         self,
@@ -384,14 +378,12 @@ class Workflow:
             )
         if session is None:
             session = Session(id=checkpoint.session_id, store=store)
-        checked_session(session)
-        release = await claim_session(session, wait=on_busy == "wait", path=(self._id,))
-        try:
+        else:
+            checked_session(session)
+        async with holding(session, wait=on_busy == "wait", path=(self._id,)):
             return await self._resume_held(
                 state, scope, snapshot, checkpoint, responses, session, sink
             )
-        finally:
-            await release()
 
     async def _resume_held(
         self,

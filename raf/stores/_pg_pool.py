@@ -50,7 +50,7 @@ class ConnectionPool:
         async with self._limiter:
             if self._closed:
                 raise anyio.ClosedResourceError("the PostgreSQL store is closed")
-            lease = Lease(self._dsn, self._options, self._idle.pop() if self._idle else None)
+            lease = _Lease(self._dsn, self._options, self._idle.pop() if self._idle else None)
             try:
                 return await run_interruptible(partial(lease.run, operation), lease.interrupt)
             finally:
@@ -70,7 +70,7 @@ class ConnectionPool:
                 await to_thread.run_sync(connection.close)
 
 
-class Lease:
+class _Lease:
     """One operation's hold on a connection; `run` runs in the worker thread.
 
     `interrupt` (from another thread) cancels the statement in progress. A cancel request that

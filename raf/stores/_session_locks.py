@@ -3,7 +3,7 @@
 Every store keeps a table of the session ids its runs hold in this process, with a first come,
 first served queue per id (a `SessionWriter` each), so two `Session` objects with one id and
 one store never run at once. A store shared between processes adds its own lock behind it
-(`Acquire`: a PostgreSQL advisory lock, an OS lock on a file next to the SQLite database),
+(`Beyond`: a PostgreSQL advisory lock, an OS lock on a file next to the SQLite database),
 taken only by the run that holds the id here, so a process asks for each session once at a
 time.
 
@@ -23,16 +23,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 
-import anyio
-
-from raf._single_writer import SessionWriter
+from raf._single_writer import SessionWriter, hold
 from raf._streaming import Release
 from raf.stores.base import SessionLock
 
-__all__ = ["Acquire", "Release", "SessionLockingStore", "SessionLocks"]
+__all__ = ["Beyond", "Release", "SessionLockingStore", "SessionLocks"]
 
-Acquire = Callable[[str, bool], Awaitable[Release | None]]
+Beyond = Callable[[str, bool], Awaitable[Release | None]]
 """Takes the lock of a session id beyond this process (waiting when told to): how to release
 it, or None when another process holds it."""
 
@@ -42,7 +41,7 @@ class SessionLocks:
 
     __slots__ = ("_beyond", "_writers")
 
-    def __init__(self, beyond: Acquire | None = None) -> None:
+    def __init__(self, beyond: Beyond | None = None) -> None:
         self._writers: dict[str, SessionWriter] = {}
         self._beyond = beyond
 
@@ -51,28 +50,17 @@ class SessionLocks:
         writer = self._writers.get(session_id)
         if writer is None:
             writer = self._writers[session_id] = SessionWriter()
-        if wait:
-            try:
-                await writer.claim()
-            except BaseException:
-                self._forget_if_free(session_id, writer)
-                raise
-        elif not writer.try_claim():
-            return None
-        if self._beyond is None:
-            return _Held(self, session_id, writer, None)
+        beyond = self._beyond
+        then = None if beyond is None else partial(beyond, session_id, wait)
         try:
-            release = await self._beyond(session_id, wait)
-        except BaseException:
-            self.give_back(session_id, writer)
-            raise
-        if release is None:
-            self.give_back(session_id, writer)
-            return None
-        return _Held(self, session_id, writer, release)
+            release = await hold(
+                writer, wait=wait, then=then, freed=partial(self._give_back, session_id, writer)
+            )
+        finally:
+            self._forget_if_free(session_id, writer)
+        return None if release is None else _Held(release)
 
-    def give_back(self, session_id: str, writer: SessionWriter) -> None:
-        """Release `writer`'s hold on `session_id` here (the next queued run gets it)."""
+    def _give_back(self, session_id: str, writer: SessionWriter) -> None:
         writer.release()
         self._forget_if_free(session_id, writer)
 
@@ -82,29 +70,17 @@ class SessionLocks:
 
 
 class _Held:
-    """A run's hold on a session id: the lock beyond the process first, then the id here."""
+    """A run's hold on a session id, let go once however often `release` is called."""
 
-    __slots__ = ("_locks", "_release", "_session_id", "_writer")
+    __slots__ = ("_release",)
 
-    def __init__(
-        self, locks: SessionLocks, session_id: str, writer: SessionWriter, release: Release | None
-    ) -> None:
-        self._locks = locks
-        self._session_id = session_id
-        self._writer: SessionWriter | None = writer
-        self._release = release
+    def __init__(self, release: Release) -> None:
+        self._release: Release | None = release
 
     async def release(self) -> None:
-        writer, self._writer = self._writer, None
-        if writer is None:
-            return
         release, self._release = self._release, None
-        try:
-            if release is not None:
-                with anyio.CancelScope(shield=True):
-                    await release()
-        finally:
-            self._locks.give_back(self._session_id, writer)
+        if release is not None:
+            await release()
 
 
 class SessionLockingStore:
