@@ -101,8 +101,7 @@ class AcpServer:
             )
         self.agent = agent
         self._client: Client | None = None
-        self._store = MemoryCheckpointStore() if store is None else store
-        self._kept = AcpSessions(self._store)
+        self._kept = AcpSessions(MemoryCheckpointStore() if store is None else store)
         self._sessions: dict[str, _AcpSession] = {}
 
     def on_connect(self, conn: Client) -> None:

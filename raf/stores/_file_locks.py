@@ -17,15 +17,12 @@ import os
 import struct
 import sys
 
-import anyio
 from anyio import to_thread
 
-from raf.stores._session_locks import Release
+from raf.stores._session_locks import Release, taken
 
 __all__ = ["FileLocks"]
 
-_FIRST_PAUSE_SECONDS = 0.005
-_LONGEST_PAUSE_SECONDS = 0.1
 _OFFSET_MASK = (1 << 62) - 1
 _BUSY = frozenset({errno.EAGAIN, errno.EACCES})
 
@@ -56,12 +53,12 @@ class FileLocks:
                 os.close(opened)
             fd = self._fd
         offset = _offset(session_id)
-        pause = _FIRST_PAUSE_SECONDS
-        while not self._set(fd, offset, locked=True):
-            if not wait:
-                return None
-            await anyio.sleep(pause)
-            pause = min(pause * 2, _LONGEST_PAUSE_SECONDS)
+
+        async def attempt() -> bool:
+            return self._set(fd, offset, locked=True)
+
+        if not await taken(attempt, wait=wait):
+            return None
 
         async def release() -> None:
             if self._fd == fd:  # a closed store's locks went with its file

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from functools import partial
 from typing import LiteralString
 
 import anyio
@@ -21,7 +22,7 @@ import psycopg
 from anyio import to_thread
 
 from raf.stores._pg_pool import Connection, connect_options
-from raf.stores._session_locks import Release
+from raf.stores._session_locks import Release, taken
 
 __all__ = ["AdvisoryLocks"]
 
@@ -29,8 +30,6 @@ logger = logging.getLogger("raf")
 
 _TRY_LOCK: LiteralString = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
 _UNLOCK: LiteralString = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
-_FIRST_PAUSE_SECONDS = 0.005
-_LONGEST_PAUSE_SECONDS = 0.1
 
 
 class AdvisoryLocks:
@@ -51,12 +50,8 @@ class AdvisoryLocks:
         """Lock `session_id` (waiting for it when `wait`): how to unlock it, or None when
         another process holds it."""
         key = f"raf.session:{self._namespace}:{session_id}"
-        pause = _FIRST_PAUSE_SECONDS
-        while not await self._try(key):
-            if not wait:
-                return None
-            await anyio.sleep(pause)
-            pause = min(pause * 2, _LONGEST_PAUSE_SECONDS)
+        if not await taken(partial(self._try, key), wait=wait):
+            return None
 
         async def release() -> None:
             with anyio.CancelScope(shield=True):

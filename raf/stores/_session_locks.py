@@ -25,15 +25,33 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from functools import partial
 
+import anyio
+
 from raf._single_writer import SessionWriter, hold
 from raf._streaming import Release
 from raf.stores.base import SessionLock
 
-__all__ = ["Beyond", "Release", "SessionLockingStore", "SessionLocks"]
+__all__ = ["Beyond", "Release", "SessionLockingStore", "SessionLocks", "taken"]
 
 Beyond = Callable[[str, bool], Awaitable[Release | None]]
 """Takes the lock of a session id beyond this process (waiting when told to): how to release
 it, or None when another process holds it."""
+
+
+_FIRST_PAUSE_SECONDS = 0.005
+_LONGEST_PAUSE_SECONDS = 0.1
+
+
+async def taken(attempt: Callable[[], Awaitable[bool]], *, wait: bool) -> bool:
+    """Whether `attempt()` took a lock held elsewhere: once, or with `wait` again after a pause
+    that grows from 5 ms to 100 ms until it does (for locks no one can wait on directly)."""
+    pause = _FIRST_PAUSE_SECONDS
+    while not await attempt():
+        if not wait:
+            return False
+        await anyio.sleep(pause)
+        pause = min(pause * 2, _LONGEST_PAUSE_SECONDS)
+    return True
 
 
 class SessionLocks:
