@@ -122,6 +122,8 @@ if TYPE_CHECKING:
     from raf.stores import EventLog as EventLog
     from raf.stores import MemoryCheckpointStore as MemoryCheckpointStore
     from raf.stores import PostgresCheckpointStore as PostgresCheckpointStore
+    from raf.stores import SessionLock as SessionLock
+    from raf.stores import SessionLocking as SessionLocking
     from raf.stores import SqliteCheckpointStore as SqliteCheckpointStore
     from raf.stores import StoredEvent as StoredEvent
     from raf.tools import Tool as Tool
@@ -167,6 +169,8 @@ _LAZY: dict[str, str] = {
     "RetryPolicy": "raf.providers.retry",
     "RoleFn": "raf.adapters",
     "SequentialBuilder": "raf.builders",
+    "SessionLock": "raf.stores",
+    "SessionLocking": "raf.stores",
     "SqliteCheckpointStore": "raf.stores",
     "Step": "raf.adapters",
     "TaskLedger": "raf.builders",
@@ -323,6 +327,8 @@ __all__ = [
     "RoleEvent",
     "RoleWorkflowBuilder",
     "StoredEvent",
+    "SessionLock",
+    "SessionLocking",
     "TickRunner",
     "mcp_tools",
     "tool_handler",
