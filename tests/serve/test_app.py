@@ -11,12 +11,12 @@ import httpx2
 import pytest
 from starlette.applications import Starlette
 
-from raf import FunctionAgent, SequentialBuilder
+from raf import FunctionAgent
 from raf.messages import ChatMessage
 from raf.serve import create_app
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
 from tests.serve.events import parse, text_of, types
-from tests.serve.trees import newsroom, run_input, user
+from tests.serve.trees import failing_team, newsroom, run_input, user
 
 pytestmark = pytest.mark.anyio
 
@@ -247,16 +247,7 @@ async def test_a_second_run_on_a_busy_thread_gets_session_busy() -> None:
 
 
 async def test_a_failing_agent_ends_with_run_error_naming_its_path() -> None:
-    def broken(messages: list[ChatMessage]) -> str:
-        raise RuntimeError("the model endpoint is down")
-
-    team = (
-        SequentialBuilder(id="team")
-        .add_agent(FunctionAgent("ok", lambda m: "fine"))
-        .add_agent(FunctionAgent("broken", broken))
-        .build()
-        .as_agent()
-    )
+    team = failing_team()
     async with client(create_app(team, MemoryCheckpointStore())) as http:
         events = await run(http, "team", run_input("t", user("u", "go")))
     error = events[-1]

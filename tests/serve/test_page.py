@@ -12,12 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from raf import FunctionAgent, SequentialBuilder
-from raf.messages import ChatMessage
 from raf.serve import create_app
 from raf.stores import MemoryCheckpointStore
 from tests.serve.servers import require, running
-from tests.serve.trees import newsroom
+from tests.serve.trees import failing_team, newsroom
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -141,16 +139,7 @@ def test_the_page_asks_for_the_token(page: playwright_api.Page) -> None:
 
 
 def test_an_error_shows_under_the_agent_that_failed(page: playwright_api.Page) -> None:
-    def broken(messages: list[ChatMessage]) -> str:
-        raise RuntimeError("the model endpoint is down")
-
-    team = (
-        SequentialBuilder(id="team")
-        .add_agent(FunctionAgent("ok", lambda m: "fine"))
-        .add_agent(FunctionAgent("broken", broken))
-        .build()
-        .as_agent()
-    )
+    team = failing_team()
     with running(create_app(team, MemoryCheckpointStore())) as url:
         page.goto(url + "/")
         page.locator(".agent-row").first.wait_for()

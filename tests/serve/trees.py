@@ -103,6 +103,21 @@ class Stalling:
             raise
 
 
+def failing_team() -> IAgent:
+    """A sequence whose second agent raises (its model endpoint is down)."""
+
+    def broken(messages: list[ChatMessage]) -> str:
+        raise RuntimeError("the model endpoint is down")
+
+    return (
+        SequentialBuilder(id="team")
+        .add_agent(FunctionAgent("ok", lambda m: "fine"))
+        .add_agent(FunctionAgent("broken", broken))
+        .build()
+        .as_agent()
+    )
+
+
 def run_input(thread_id: str, *messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
     """An AG-UI RunAgentInput as JSON."""
     return {
