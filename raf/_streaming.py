@@ -2,14 +2,15 @@
 
 The shared machinery of `AgentRun` and `WorkflowStream`. `__aenter__` starts the body in a task
 group it owns and returns the iterator; leaving the block cancels the body if it still runs.
-Items go through one bounded memory stream: the body waits only when the buffer is full, so a
-slow consumer back-pressures it while a fast one costs no task switch per item. The body never
+Items go through one bounded buffer (`_Channel`): the body waits only when the buffer is full, so
+a slow consumer back-pressures it while a fast one costs no task switch per item. The body never
 raises into the task group: its error is kept and raised by the iterator after the items
 produced before it.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import contextmanager
 from types import TracebackType
@@ -17,7 +18,6 @@ from typing import Generic, TypeVar, cast
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 T = TypeVar("T")
 # What the body returns; covariant, so that an `AgentRun[Plan]` is an `AgentRun[BaseModel]`.
@@ -63,6 +63,60 @@ def single_exceptions() -> Generator[None]:
         raise failure
 
 
+class _Channel(Generic[T]):
+    """The buffer between one producer task and one consumer: the producer appends and waits
+    while more than `STREAM_BUFFER` items are waiting; the consumer takes and waits while it is
+    empty. An item costs an append and a pop; a task switch happens only when one side waits.
+    """
+
+    __slots__ = ("closed", "items", "reader", "writer")
+
+    def __init__(self) -> None:
+        self.items: deque[T] = deque()
+        self.closed = False
+        """Set when the producer has sent its last item."""
+        self.reader: anyio.Event | None = None
+        """Set by the producer when the consumer waits for an item."""
+        self.writer: anyio.Event | None = None
+        """Set by the consumer when the producer waits for room."""
+
+    async def send(self, item: T) -> None:
+        """Append `item`; wait, if the buffer is full, until the consumer has taken one."""
+        items = self.items
+        items.append(item)
+        reader = self.reader
+        if reader is not None:
+            self.reader = None
+            reader.set()
+        if len(items) > STREAM_BUFFER:
+            writer = self.writer = anyio.Event()
+            await writer.wait()
+
+    def close(self) -> None:
+        """Say that no item follows (waking a waiting consumer)."""
+        self.closed = True
+        reader = self.reader
+        if reader is not None:
+            self.reader = None
+            reader.set()
+
+    async def wait(self) -> None:
+        """Wait until an item is buffered or the producer has closed."""
+        while not self.items and not self.closed:
+            reader = self.reader = anyio.Event()
+            await reader.wait()
+
+    def take(self) -> T:
+        """The oldest buffered item (there must be one); wakes a producer waiting for room."""
+        items = self.items
+        item = items.popleft()
+        writer = self.writer
+        if writer is not None and len(items) <= STREAM_BUFFER:
+            self.writer = None
+            writer.set()
+        return item
+
+
 class ProducerStream(Generic[T, R]):
     """Runs `body(send)` while the consumer iterates what it sends.
 
@@ -70,7 +124,7 @@ class ProducerStream(Generic[T, R]):
     without `async with`.
     """
 
-    __slots__ = ("_admission", "_body", "_error", "_receive", "_release", "_state", "_tg", "result")
+    __slots__ = ("_admission", "_body", "_channel", "_error", "_release", "_state", "_tg", "result")
 
     misuse = "enter the stream with `async with` before iterating it"
 
@@ -81,7 +135,7 @@ class ProducerStream(Generic[T, R]):
         self._state = "new"
         self._error: BaseException | None = None
         self._tg: TaskGroup | None = None
-        self._receive: MemoryObjectReceiveStream[T] | None = None
+        self._channel: _Channel[T] | None = None
         self.result: R | None = None
         """What the body returned, once it finished without error."""
 
@@ -114,13 +168,12 @@ class ProducerStream(Generic[T, R]):
             raise
 
     async def _start(self) -> AsyncIterator[T]:
-        send, receive = anyio.create_memory_object_stream[T](STREAM_BUFFER)
-        self._receive = receive
+        channel = self._channel = _Channel[T]()
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        tg.start_soon(self._drive, send)
-        return _Items(self._take_error, receive)
+        tg.start_soon(self._drive, channel)
+        return _Items(self._take_error, channel)
 
     async def __aexit__(
         self,
@@ -128,8 +181,8 @@ class ProducerStream(Generic[T, R]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        tg, receive = self._tg, self._receive
-        assert tg is not None and receive is not None
+        tg = self._tg
+        assert tg is not None
         if self._state != "finished":
             tg.cancel_scope.cancel()
         self._state = "done"
@@ -139,29 +192,22 @@ class ProducerStream(Generic[T, R]):
             with single_exceptions():
                 await tg.__aexit__(None, None, None)
         finally:
-            receive.close()
             await self._dismiss()
         return None
 
     def __aiter__(self) -> AsyncIterator[T]:
         raise TypeError(self.misuse)
 
-    async def _drive(self, send: MemoryObjectSendStream[T]) -> None:
-        send_nowait = send.send_nowait
-
-        async def hand_over(item: T) -> None:
+    async def _drive(self, channel: _Channel[T]) -> None:
+        try:
+            self.result = await self._body(channel.send)
+        except Exception as exc:
+            self._error = unwrap_group(exc)
+        finally:
             try:
-                send_nowait(item)
-            except anyio.WouldBlock:
-                await send.send(item)
-
-        with send:
-            try:
-                self.result = await self._body(hand_over)
-            except Exception as exc:
-                self._error = unwrap_group(exc)
-            finally:
                 await self._dismiss()
+            finally:
+                channel.close()
         self._state = "finished"
 
     def _take_error(self) -> BaseException | None:
@@ -172,31 +218,28 @@ class ProducerStream(Generic[T, R]):
 class _Items(Generic[T]):
     """The consumer's iterator: buffered items first, then the body's error, if any."""
 
-    __slots__ = ("_receive", "_take_error")
+    __slots__ = ("_channel", "_take_error")
 
     def __init__(
-        self,
-        take_error: Callable[[], BaseException | None],
-        receive: MemoryObjectReceiveStream[T],
+        self, take_error: Callable[[], BaseException | None], channel: _Channel[T]
     ) -> None:
         self._take_error = take_error
-        self._receive = receive
+        self._channel = channel
 
     def __aiter__(self) -> _Items[T]:
         return self
 
     async def __anext__(self) -> T:
-        try:
-            # Take what is buffered without a scheduling point; wait only when it is empty.
-            return self._receive.receive_nowait()
-        except anyio.WouldBlock:
-            try:
-                return await self._receive.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                pass
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            pass
-        error = self._take_error()
-        if error is not None:
-            raise error
-        raise StopAsyncIteration
+        channel = self._channel
+        items = channel.items
+        if items and channel.writer is None:
+            # What is buffered is taken without a scheduling point (the usual case).
+            return items.popleft()
+        if not items:
+            await channel.wait()
+            if not items:  # closed: the body has ended
+                error = self._take_error()
+                if error is not None:
+                    raise error
+                raise StopAsyncIteration
+        return channel.take()

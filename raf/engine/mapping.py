@@ -10,12 +10,14 @@
 | `WorkflowOutput`       | the response's messages (`ChatMessage` / list / `AgentResponse`) or value |
 | `RequestInfo`          | `RequestInfoUpdate(request_id, payload)`; the run ends waiting  |
 
-The engine reports straight into the run's `emit` (no stream in between), and agents inside
-nodes emit their items with their full path already, so nesting adds no copy per item.
+The engine reports straight into the run's `emit` (no stream in between), a node's start and
+end through `AgentSink.invoking` / `completed` (no engine event made for them), and agents
+inside nodes emit their items with their full path already, so nesting adds no copy per item.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, TypeGuard, cast
 
 from raf.engine.events import (
@@ -57,10 +59,10 @@ class AgentSink:
             await self.emit(update.model_copy(update={"path": self.path + update.path}))
         elif kind is NodeInvoking:
             assert isinstance(event, NodeInvoking)
-            await self.emit(ExecutorInvoking(executor_id=event.node_id, path=self.path))
+            await self.invoking(event.node_id)
         elif kind is NodeCompleted:
             assert isinstance(event, NodeCompleted)
-            await self.emit(_invoked(event, self.path))
+            await self.completed(event.node_id, event.output)
         elif kind is SuperstepCompleted:
             return
         elif kind is NodeWaiting:
@@ -82,6 +84,14 @@ class AgentSink:
                 self.error = event.error
                 self.error_node = event.node_id
 
+    def invoking(self, node_id: str) -> Awaitable[None]:
+        """Node `node_id` starts: its `ExecutorInvoking` (see `raf.engine.runner.NodeReports`)."""
+        return self.emit(ExecutorInvoking(executor_id=node_id, path=self.path))
+
+    def completed(self, node_id: str, output: Any) -> Awaitable[None]:
+        """Node `node_id` finished with `output`: its `ExecutorInvoked`."""
+        return self.emit(_invoked(node_id, output, self.path))
+
     def failure(self) -> AgentError:
         """The exception a failed run raises (an `AgentError` from a node as itself)."""
         error = self.error
@@ -95,16 +105,15 @@ class AgentSink:
         return failure
 
 
-def _invoked(event: NodeCompleted, path: tuple[str, ...]) -> ExecutorInvoked:
-    output = event.output
+def _invoked(node_id: str, output: Any, path: tuple[str, ...]) -> ExecutorInvoked:
     if type(output) is AgentResponse or isinstance(output, AgentResponse):
         response = cast("AgentResponse[Any]", output)  # isinstance cannot tell the value type
         return ExecutorInvoked(
-            executor_id=event.node_id, messages=response.messages, value=response.value, path=path
+            executor_id=node_id, messages=response.messages, value=response.value, path=path
         )
     if is_messages(output):
-        return ExecutorInvoked(executor_id=event.node_id, messages=output, value=None, path=path)
-    return ExecutorInvoked(executor_id=event.node_id, messages=[], value=output, path=path)
+        return ExecutorInvoked(executor_id=node_id, messages=output, value=None, path=path)
+    return ExecutorInvoked(executor_id=node_id, messages=[], value=output, path=path)
 
 
 _ONLY_MESSAGES = {ChatMessage}

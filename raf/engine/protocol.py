@@ -383,6 +383,7 @@ async def run_as_agent(
         agent_context=ctx,
         progress=root if root is not None and root.checkpoints else nested,
         call=ctx.call,
+        reports=sink,
     )
     if root is not None:
         root.runner = runner

@@ -41,10 +41,38 @@ from raf.session import Session
 if TYPE_CHECKING:
     from raf.engine.workflow import Workflow
 
-__all__ = ["EventSink", "Progress", "Runner", "unwrap"]
+__all__ = ["EventSink", "NodeReports", "Progress", "Runner", "unwrap"]
 
 EventSink = Callable[[WorkflowEvent], Awaitable[None]]
 """Receives each event of a run, in order; awaited (so it may back-pressure the run)."""
+
+
+class NodeReports(Protocol):
+    """Reports each node's start and end (two per node, so the workflow agent's sink takes
+    them directly, making no `NodeInvoking` and `NodeCompleted` to map)."""
+
+    def invoking(self, node_id: str) -> Awaitable[None]:
+        """Node `node_id` starts handling one message."""
+        ...
+
+    def completed(self, node_id: str, output: Any) -> Awaitable[None]:
+        """Node `node_id` finished handling one message with `output`."""
+        ...
+
+
+class _AsEvents:
+    """`NodeReports` as events for a sink."""
+
+    __slots__ = ("_sink",)
+
+    def __init__(self, sink: EventSink) -> None:
+        self._sink = sink
+
+    def invoking(self, node_id: str) -> Awaitable[None]:
+        return self._sink(NodeInvoking(node_id))
+
+    def completed(self, node_id: str, output: Any) -> Awaitable[None]:
+        return self._sink(NodeCompleted(node_id, output))
 
 _YIELD_EVERY = 0.005
 """Seconds of supersteps without a scheduling point before the runner yields to the loop."""
@@ -73,6 +101,7 @@ class Runner:
         workflow: the graph.
         state: where the run stands (new, or decoded from a checkpoint).
         sink: receives the events.
+        reports: reports each node's start and end instead of `sink` (as its events).
         session: the run's session (node states live there).
         scope: the workflow's agent path in the run, `()` when run directly; it prefixes
             request ids and node state keys.
@@ -88,8 +117,10 @@ class Runner:
         "_yielded",
         "agent_context",
         "call",
+        "completed",
         "failure",
         "input_tokens",
+        "invoking",
         "output_tokens",
         "prefix",
         "produced",
@@ -117,12 +148,17 @@ class Runner:
         turn: Turn | None = None,
         progress: Progress | None = None,
         call: str | None = None,
+        reports: NodeReports | None = None,
     ) -> None:
         self.workflow = workflow
         self.routes = workflow.routes
         self.successors = workflow.successors
         self.state = state
         self.sink = sink
+        if reports is None:
+            reports = _AsEvents(sink)
+        self.invoking = reports.invoking
+        self.completed = reports.completed
         self.session = session
         self.scope = scope
         self.prefix = "/".join(scope) + "/" if scope else ""
@@ -308,9 +344,8 @@ class Runner:
         ctx = NodeContext(work)
         outbox = work.outbox
         outputs = work.outputs
-        sink = self.sink
         for position, message in enumerate(messages):
-            await sink(NodeInvoking(node_id))
+            await self.invoking(node_id)
             sent = len(outbox)
             yielded = len(outputs)
             first_ordinal = work.ordinal
@@ -330,7 +365,7 @@ class Runner:
                 return work
             else:
                 work.resuming = False
-                await sink(NodeCompleted(node_id, output))
+                await self.completed(node_id, output)
                 continue
             # The handling waits: drop what it sent and yielded; it re-runs on resume.
             del outbox[sent:]
@@ -341,7 +376,7 @@ class Runner:
                 for wait in waits
                 for request_id, payload, path in wait.requests
             ]
-            await sink(NodeWaiting(node_id, tuple(r.request_id for r in work.requests)))
+            await self.sink(NodeWaiting(node_id, tuple(r.request_id for r in work.requests)))
             return work
         return work
 
