@@ -63,6 +63,19 @@ def single_exceptions() -> Generator[None]:
         raise failure
 
 
+class _Done(tuple[()]):
+    """An awaitable that is already done: awaiting it costs no coroutine (`DONE`)."""
+
+    __slots__ = ()
+
+    # The empty tuple's own iterator (C code): done at once, with None.
+    __await__ = cast("Callable[[_Done], Generator[None]]", tuple[()].__iter__)
+
+
+DONE: Awaitable[None] = _Done()
+"""Returned by functions typed `-> Awaitable[None]` that had nothing to wait for."""
+
+
 class _Channel(Generic[T]):
     """The buffer between one producer task and one consumer: the producer appends and waits
     while more than `STREAM_BUFFER` items are waiting; the consumer takes and waits while it is
@@ -80,8 +93,9 @@ class _Channel(Generic[T]):
         self.writer: anyio.Event | None = None
         """Set by the consumer when the producer waits for room."""
 
-    async def send(self, item: T) -> None:
-        """Append `item`; wait, if the buffer is full, until the consumer has taken one."""
+    def send(self, item: T) -> Awaitable[None]:
+        """Append `item`; the result, awaited, waits while the buffer is full until the
+        consumer has taken one (no coroutine is made when there is room: the usual case)."""
         items = self.items
         items.append(item)
         reader = self.reader
@@ -90,7 +104,8 @@ class _Channel(Generic[T]):
             reader.set()
         if len(items) > STREAM_BUFFER:
             writer = self.writer = anyio.Event()
-            await writer.wait()
+            return writer.wait()
+        return DONE
 
     def close(self) -> None:
         """Say that no item follows (waking a waiting consumer)."""

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Generic, Protocol, cast, runtime_checkable
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from raf._defaults import new_dict
 from raf._single_writer import OnBusy, claim_session
 from raf.budget import Budget, BudgetTracker
 from raf.errors import AgentError, BudgetExceeded, RunTimeout
@@ -91,7 +92,7 @@ class RunOptions(BaseModel):
     """Seconds before the run ends with `RunTimeout`."""
     budget: Budget | None = None
     """Limits on the whole tree's tokens, model calls and seconds."""
-    metadata: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())
+    metadata: dict[str, Any] = Field(default_factory=new_dict)
     """Free-form data for your own agents and tools; each run gets its own copy."""
     on_busy: OnBusy = "reject"
     """What a run does when another top-level run of its session is in progress (in this

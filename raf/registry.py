@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from raf._defaults import new_list
 from raf.agent import IAgent
 
 AgentPath = tuple[str, ...]
@@ -36,7 +37,7 @@ class AgentTree(BaseModel):
     """Display name."""
     description: str = ""
     """What it does."""
-    children: list[AgentTree] = Field(default_factory=lambda: list[AgentTree]())
+    children: list[AgentTree] = Field(default_factory=new_list)
     """Direct subagents, in participant order."""
 
 

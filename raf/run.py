@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from raf._defaults import new_dict, new_list
 from raf._streaming import ProducerStream, single_exceptions
 from raf.providers.seat import Prefixes, Presented
 from raf.updates import AgentPath, AgentResponse, AgentUpdate, ValueT
@@ -45,9 +46,9 @@ class Turn:
     `RunContext`. Every field is typed: nothing travels in a string-keyed dict.
     """
 
-    answers: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    answers: dict[str, Any] = field(default_factory=new_dict)
     """Answers to human requests this turn gives, by request id (ids carry full paths)."""
-    asked: list[str] = field(default_factory=lambda: list[str]())
+    asked: list[str] = field(default_factory=new_list)
     """Ids of the requests streamed in this turn, in stream order."""
     engine: RootRun | None = None
     """The outermost workflow run of the tree, once one started (only it checkpoints)."""

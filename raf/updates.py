@@ -15,6 +15,7 @@ from typing import Annotated, Any, Generic, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from typing_extensions import TypeVar
 
+from raf._defaults import new_list
 from raf.errors import AgentPath as AgentPath
 from raf.messages import ChatMessage
 
@@ -126,7 +127,7 @@ class ExecutorInvoked(_Item):
     type: Literal["executor_invoked"] = "executor_invoked"
     executor_id: str
     """The node's id."""
-    messages: list[ChatMessage] = Field(default_factory=lambda: list[ChatMessage]())
+    messages: list[ChatMessage] = Field(default_factory=new_list)
     """Messages the node produced (an agent node's response)."""
     value: Any = None
     """The node's structured value, if any."""
@@ -194,7 +195,7 @@ class AgentResponse(BaseModel, Generic[ValueT]):
 
     model_config = ConfigDict(defer_build=True, frozen=True, arbitrary_types_allowed=True)
 
-    messages: list[ChatMessage] = Field(default_factory=lambda: list[ChatMessage]())
+    messages: list[ChatMessage] = Field(default_factory=new_list)
     """Messages the agent added to the conversation."""
     usage: Usage = Field(default_factory=Usage)
     """Usage summed over the whole agent tree."""
@@ -203,7 +204,7 @@ class AgentResponse(BaseModel, Generic[ValueT]):
     """The structured output, when the agent has an output schema."""
     status: Literal["completed", "waiting"] = "completed"
     """`waiting` when the run ended waiting for human answers (see `pending`)."""
-    pending: list[RequestInfoUpdate] = Field(default_factory=lambda: list[RequestInfoUpdate]())
+    pending: list[RequestInfoUpdate] = Field(default_factory=new_list)
     """The open requests of a waiting run, oldest first; the next `run()` answers them."""
 
     @property

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from raf._defaults import new_dict
 from raf.adapters.thread import AdapterFn, RoleFn
 
 M = TypeVar("M", bound=BaseModel)
@@ -30,7 +31,7 @@ class AdapterBinding:
 
     adapter: AdapterFn
     """Makes every role without an override."""
-    overrides: Mapping[str, AdapterFn] = field(default_factory=lambda: dict[str, AdapterFn]())
+    overrides: Mapping[str, AdapterFn] = field(default_factory=new_dict)
     """Adapters for particular roles."""
 
     def __post_init__(self) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
 
+from raf._defaults import new_list
 from raf.messages import ChatMessage
 
 T = TypeVar("T")
@@ -62,9 +63,9 @@ class ThreadContext(BaseModel):
     """Identifies the thread (the topic)."""
     depth: int = 0
     """How many steps deep the thread is."""
-    start: list[ChatMessage] = Field(default_factory=lambda: list[ChatMessage]())
+    start: list[ChatMessage] = Field(default_factory=new_list)
     """The messages that opened the thread."""
-    steps: list[Step] = Field(default_factory=lambda: list[Step]())
+    steps: list[Step] = Field(default_factory=new_list)
     """Earlier role outputs, oldest first."""
 
 

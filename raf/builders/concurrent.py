@@ -126,7 +126,7 @@ class Aggregate(Executor):
 
     async def handle(self, message: Any, ctx: NodeContext) -> Any:
         """Aggregate and yield the result."""
-        responses = cast(list[AgentResponse], message)
+        responses = cast("list[AgentResponse]", message)
         if self._fn is None:
             output: Any = [r.messages[-1] for r in responses if r.messages]
         else:

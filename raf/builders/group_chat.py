@@ -172,7 +172,7 @@ class ChatSelector(Executor):
     async def handle(self, message: Any, ctx: NodeContext) -> str | None:
         """Start a run's chat, or continue it after a speaker."""
         if isinstance(message, tuple):
-            chat = Round._make(cast(tuple[Any, ...], message))
+            chat = Round._make(cast("tuple[Any, ...]", message))
             if self._ends(chat):
                 await ctx.yield_output(chat.transcript[chat.start :])
                 return None
@@ -207,7 +207,7 @@ class ChatMember(AgentExecutor):
 
     async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse:
         """Run the agent on the transcript and send the longer transcript back."""
-        chat = Round._make(cast(tuple[Any, ...], message))
+        chat = Round._make(cast("tuple[Any, ...]", message))
         response = await ctx.invoke_agent(self.as_agent(), chat.transcript)
         transcript = [*chat.transcript, *response.messages]
         await ctx.send(Round(chat.start, transcript, chat.rounds + 1, self.id), to=self._selector)

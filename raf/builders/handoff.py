@@ -249,7 +249,7 @@ class Router(Executor):
     async def handle(self, message: Any, ctx: NodeContext) -> str | None:
         """Route a new turn (the output is the agent it starts at), or end one."""
         if isinstance(message, tuple):
-            turn = Turn._make(cast(tuple[Any, ...], message))
+            turn = Turn._make(cast("tuple[Any, ...]", message))
             ctx.state["active"] = turn.trail[-1]
             await ctx.yield_output(turn.conversation[turn.start :])
             return None
@@ -287,7 +287,7 @@ class HandoffStep(AgentExecutor):
 
     async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse:
         """Run the agent on the conversation; follow its handoff, if it made one."""
-        turn = Turn._make(cast(tuple[Any, ...], message))
+        turn = Turn._make(cast("tuple[Any, ...]", message))
         response = await ctx.invoke_agent(self._runs, turn.conversation)
         conversation = [*turn.conversation, *response.messages]
         target = self._handoff(response.messages)

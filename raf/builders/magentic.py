@@ -38,6 +38,7 @@ from typing import Any, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from raf._defaults import new_list
 from raf.agent import IAgent, check_agent_id
 from raf.builders._participants import check_participants, free_id
 from raf.builders.magentic_ledger import ProgressLedger, TaskLedger
@@ -167,9 +168,9 @@ class _State(BaseModel):
     """What the orchestrator keeps in the session (JSON), across rounds and runs."""
 
     ledger: TaskLedger | None = None
-    request: list[ChatMessage] = Field(default_factory=lambda: list[ChatMessage]())
+    request: list[ChatMessage] = Field(default_factory=new_list)
     """The conversation of the current run."""
-    transcript: list[ChatMessage] = Field(default_factory=lambda: list[ChatMessage]())
+    transcript: list[ChatMessage] = Field(default_factory=new_list)
     """Instructions and answers, across runs."""
     since: int = 0
     """Where the transcript starts for the participants and progress ledgers (the last reset)."""

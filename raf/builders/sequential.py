@@ -84,7 +84,7 @@ class SequenceStep(AgentExecutor):
         start: int
         conversation: list[ChatMessage]
         if type(message) is tuple:
-            start, conversation = cast(tuple[int, list[ChatMessage]], message)
+            start, conversation = cast("tuple[int, list[ChatMessage]]", message)
         else:
             conversation = conversation_of(message, self.id)
             start = len(conversation)

@@ -28,6 +28,7 @@ from typing import Any, Self
 import anyio
 from pydantic import BaseModel, Field
 
+from raf._defaults import new_dict
 from raf.agent import IAgent, check_agent_id
 from raf.builders._participants import check_participants, free_id
 from raf.builders.vote_ballot import Ballot, VoteResult, check_ballot_schema, read_ballot
@@ -194,8 +195,8 @@ class _Progress(BaseModel):
 
     question: str
     """A digest of the question, so a different question starts afresh."""
-    ballots: dict[str, Ballot | None] = Field(default_factory=lambda: dict[str, Ballot | None]())
-    errors: dict[str, str] = Field(default_factory=lambda: dict[str, str]())
+    ballots: dict[str, Ballot | None] = Field(default_factory=new_dict)
+    errors: dict[str, str] = Field(default_factory=new_dict)
 
 
 class _PollResult(BaseModel):

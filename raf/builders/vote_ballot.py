@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from raf._defaults import new_dict
 from raf.adapters.structured import validate_json
 from raf.tools.arguments import describe_validation_error
 from raf.updates import AgentResponse
@@ -61,7 +62,7 @@ class VoteResult(BaseModel):
     cancelled, failed or gave an invalid ballot."""
     decided_early: bool = False
     """The outcome was fixed before every voter answered, and the rest were cancelled."""
-    errors: dict[str, str] = Field(default_factory=lambda: dict[str, str]())
+    errors: dict[str, str] = Field(default_factory=new_dict)
     """Why each voter without a ballot has none (and a judge's failure, by its id)."""
 
 

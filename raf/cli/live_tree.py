@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.text import Text
 from rich.tree import Tree
 
+from raf._defaults import new_dict, new_list
 from raf.agent import IAgent
 from raf.session import Session
 from raf.updates import AgentPath, AgentResponse, AgentUpdate, RequestInfoUpdate
@@ -26,12 +27,12 @@ _PREVIEW = 240
 
 @dataclass(slots=True)
 class _Node:
-    text: list[str] = field(default_factory=lambda: list[str]())
-    reasoning: list[str] = field(default_factory=lambda: list[str]())
-    tools: dict[str, str] = field(default_factory=lambda: dict[str, str]())
-    steps: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    text: list[str] = field(default_factory=new_list)
+    reasoning: list[str] = field(default_factory=new_list)
+    tools: dict[str, str] = field(default_factory=new_dict)
+    steps: dict[str, str] = field(default_factory=new_dict)
     tokens: int = 0
-    children: dict[str, _Node] = field(default_factory=lambda: dict[str, "_Node"]())
+    children: dict[str, _Node] = field(default_factory=new_dict)
 
 
 class LiveTree:

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from raf._defaults import new_list
 from raf.engine.checkpointing import decode_state, encode_state, save_checkpoint
 from raf.engine.children import FOREIGN, RUNNING, WAITING, key_of, text_of
 from raf.engine.codec import decode, encode
@@ -64,9 +65,9 @@ class Waiting:
 
     state: RunState
     """The engine state to resume (its requests, answers so far and outputs)."""
-    order: list[str] = field(default_factory=lambda: list[str]())
+    order: list[str] = field(default_factory=new_list)
     """Request ids in the order they were streamed (plain-text answers go oldest first)."""
-    recorded: list[ChatMessage] = field(default_factory=lambda: list[ChatMessage]())
+    recorded: list[ChatMessage] = field(default_factory=new_list)
     """This turn's messages the root has already written into the history."""
 
     def open_ids(self) -> list[str]:
@@ -187,7 +188,7 @@ class TurnRecord:
     """How many messages the history held before the turn."""
     entered: list[ChatMessage]
     """The turn's new messages as the history keeps them."""
-    recorded: list[ChatMessage] = field(default_factory=lambda: list[ChatMessage]())
+    recorded: list[ChatMessage] = field(default_factory=new_list)
     """Messages of this waiting chain already in the history."""
 
     def to_json(self, produced: list[ChatMessage]) -> dict[str, Any]:

@@ -74,6 +74,7 @@ class _AsEvents:
     def completed(self, node_id: str, output: Any) -> Awaitable[None]:
         return self._sink(NodeCompleted(node_id, output))
 
+
 _YIELD_EVERY = 0.005
 """Seconds of supersteps without a scheduling point before the runner yields to the loop."""
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from raf._defaults import new_dict, new_list
+
 __all__ = ["PendingRequest", "RunState", "RunStatus", "Suspension"]
 
 RunStatus = Literal["completed", "failed", "waiting"]
@@ -46,19 +48,17 @@ class RunState:
 
     superstep: int = 0
     """Index of the next superstep to run."""
-    pending: dict[str, list[Any]] = field(default_factory=lambda: dict[str, list[Any]]())
+    pending: dict[str, list[Any]] = field(default_factory=new_dict)
     """Messages delivered for the next superstep, per node, in delivery order."""
-    suspended: dict[str, Suspension] = field(default_factory=lambda: dict[str, Suspension]())
+    suspended: dict[str, Suspension] = field(default_factory=new_dict)
     """Nodes waiting for answers, per node."""
-    fan_in: dict[int, dict[str, list[Any]]] = field(
-        default_factory=lambda: dict[int, dict[str, list[Any]]]()
-    )
+    fan_in: dict[int, dict[str, list[Any]]] = field(default_factory=new_dict)
     """Messages buffered per fan-in (by index), per source, until every source sent."""
-    requests: list[PendingRequest] = field(default_factory=lambda: list[PendingRequest]())
+    requests: list[PendingRequest] = field(default_factory=new_list)
     """Requests the run waits on, oldest first."""
-    answers: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    answers: dict[str, Any] = field(default_factory=new_dict)
     """Answers to requests of suspended handlings, by request id."""
-    outputs: list[tuple[str, Any]] = field(default_factory=lambda: list[tuple[str, Any]]())
+    outputs: list[tuple[str, Any]] = field(default_factory=new_list)
     """`(node id, value)` of every output yielded so far."""
 
     @classmethod

@@ -42,7 +42,7 @@ def to_chat_completions(messages: Iterable[ChatMessage]) -> list[ChatCompletionM
         out.extend(
             {"role": "tool", "tool_call_id": r.call_id, "content": r.result} for r in results
         )
-    return cast(list[ChatCompletionMessageParam], out)
+    return cast("list[ChatCompletionMessageParam]", out)
 
 
 def _has_text_or_calls(message: ChatMessage) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from raf._defaults import new_dict, new_list
 from raf.messages import ToolCallContent
 from raf.providers._unicode import valid_json_text, valid_unicode
 from raf.providers.base import (
@@ -33,7 +34,7 @@ class _PendingCall:
     index: int
     call_id: str | None = None
     name: str | None = None
-    arguments: list[str] = field(default_factory=lambda: list[str]())
+    arguments: list[str] = field(default_factory=new_list)
     started: bool = False
 
 
@@ -50,13 +51,13 @@ class ChunkAssembler:
     call, and a delta without an index continues the call most recently fed.
     """
 
-    text: list[str] = field(default_factory=lambda: list[str]())
-    reasoning: list[str] = field(default_factory=lambda: list[str]())
-    calls: dict[int, _PendingCall] = field(default_factory=lambda: dict[int, _PendingCall]())
+    text: list[str] = field(default_factory=new_list)
+    reasoning: list[str] = field(default_factory=new_list)
+    calls: dict[int, _PendingCall] = field(default_factory=new_dict)
     usage: tuple[int, int] | None = None
     finish_reason: str | None = None
     # The key in `calls` of the call each server index currently feeds, and of the last call fed.
-    _keys: dict[int, int] = field(init=False, default_factory=lambda: dict[int, int]())
+    _keys: dict[int, int] = field(init=False, default_factory=new_dict)
     _last: int | None = field(init=False, default=None)
 
     def feed(self, chunk: Mapping[str, Any]) -> list[ProviderEvent]:

@@ -19,6 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from raf._defaults import new_list
 from raf.messages import ChatMessage, ToolCallContent
 from raf.tools.definition import ToolDefinition
 
@@ -67,7 +68,7 @@ class Completion:
 
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[ToolCallContent] = field(default_factory=lambda: list[ToolCallContent]())
+    tool_calls: list[ToolCallContent] = field(default_factory=new_list)
     input_tokens: int = 0
     output_tokens: int = 0
     finish_reason: str | None = None

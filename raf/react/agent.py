@@ -20,12 +20,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from types import CoroutineType
 from typing import Any, ClassVar, TypeVar, cast, get_args, overload
 
 from pydantic import BaseModel
 
 from raf.agent import BaseAgent, Session
-from raf.errors import AgentError
 from raf.messages import ChatMessage, ToolCallContent
 from raf.providers.base import LlmProvider
 from raf.react.exits import ExitTool
@@ -236,13 +236,11 @@ class ReactAgent(BaseAgent[ValueT]):
         view._loop = dataclasses.replace(loop, tools=definitions, exits=(*loop.exits, *exits))
         return view
 
-    async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse[ValueT]:
+    def invoke(
+        self, messages: list[ChatMessage], ctx: RunContext
+    ) -> CoroutineType[Any, Any, AgentResponse[ValueT]]:
         """Run the ReAct loop on the conversation `messages`; see the class docstring."""
-        try:
-            return await self._loop.run(messages, ctx)
-        except AgentError as exc:
-            exc.with_path(ctx.path)
-            raise
+        return self._loop.run(messages, ctx)  # the loop's own coroutine: no layer between
 
     async def _dispatch(self, call: ToolCallContent, ctx: RunContext) -> ToolResult:
         return await self._tools[call.name].call(call.arguments, ctx)

@@ -30,7 +30,7 @@ import anyio
 from pydantic import BaseModel
 
 from raf._streaming import single_exceptions
-from raf.errors import MaxRoundsExceeded, ProviderError
+from raf.errors import AgentError, MaxRoundsExceeded, ProviderError
 from raf.messages import (
     ChatMessage,
     Content,
@@ -127,64 +127,72 @@ class ReactLoop:
             BudgetExceeded: when the run's budget of rounds or tokens is crossed.
             ProviderError: when the model fails.
         """
-        # The conversation from this agent's seat; what the loop appends is its own.
-        turn = ctx.turn
-        conversation = seen_by(
-            self.author, messages, turn.presented, turn.prefixes, system=self._system
-        )
-        added: list[ChatMessage] = []
-        tokens_in = tokens_out = 0
-        schema = self.output_schema
-        rounds = ctx.options.max_rounds or self.max_rounds
-        for _ in range(rounds):
-            ctx.charge_round()
-            completion, round_usage = await self._call_model(conversation, ctx)
-            tokens_in += round_usage.input_tokens
-            tokens_out += round_usage.output_tokens
-            ctx.charge_tokens(round_usage.total_tokens)
-            message = self._assistant(completion)
-            conversation.append(message)
-            added.append(message)
-            await ctx.emit(MessageCompleted(message=message, path=ctx.path))
-            if not completion.tool_calls:
-                if schema is None:
+        try:
+            # The conversation from this agent's seat; what the loop appends is its own.
+            turn = ctx.turn
+            conversation = seen_by(
+                self.author, messages, turn.presented, turn.prefixes, system=self._system
+            )
+            added: list[ChatMessage] = []
+            tokens_in = tokens_out = 0
+            schema = self.output_schema
+            rounds = ctx.options.max_rounds or self.max_rounds
+            budgeted = ctx.budget is not None
+            for _ in range(rounds):
+                if budgeted:
+                    ctx.charge_round()
+                completion, round_usage = await self._call_model(conversation, ctx)
+                tokens_in += round_usage.input_tokens
+                tokens_out += round_usage.output_tokens
+                if budgeted:
+                    ctx.charge_tokens(round_usage.total_tokens)
+                message = self._assistant(completion)
+                conversation.append(message)
+                added.append(message)
+                await ctx.emit(MessageCompleted(message=message, path=ctx.path))
+                if not completion.tool_calls:
+                    if schema is None:
+                        return AgentResponse(
+                            messages=added, usage=_usage(tokens_in, tokens_out, ()), value=None
+                        )
+                    if self._format is None:
+                        conversation.append(correction_message())
+                        continue
+                    value, correction = check_answer(schema, completion.text)
+                    if correction is not None:
+                        conversation.append(correction)
+                        continue
                     return AgentResponse(
-                        messages=added, usage=_usage(tokens_in, tokens_out, ()), value=None
+                        messages=added, usage=_usage(tokens_in, tokens_out, ()), value=value
                     )
-                if self._format is None:
-                    conversation.append(correction_message())
-                    continue
-                value, correction = check_answer(schema, completion.text)
-                if correction is not None:
-                    conversation.append(correction)
-                    continue
-                return AgentResponse(
-                    messages=added, usage=_usage(tokens_in, tokens_out, ()), value=value
-                )
-            results, resolved, value, exited = await self._run_calls(completion.tool_calls, ctx)
-            conversation.extend(results)
-            added.extend(results)
-            if resolved:
-                assert isinstance(value, BaseModel)
-                final = ChatMessage(
-                    role="assistant",
-                    contents=[TextContent(text=value.model_dump_json())],
-                    author=self.author,
-                )
-                added.append(final)
-                await ctx.emit(MessageCompleted(message=final, path=ctx.path))
-                return AgentResponse(
-                    messages=added, usage=_usage(tokens_in, tokens_out, ()), value=value
-                )
-            if exited:
-                # An exit tool was called: whoever offered it takes over from here.
-                return AgentResponse(messages=added, usage=_usage(tokens_in, tokens_out, ()))
-        goal = "submitting its output through resolve" if schema else "a final answer"
-        raise MaxRoundsExceeded(
-            f"{self.label} made {rounds} model calls without {goal}; raise max_rounds "
-            "(on the agent or in RunOptions) or give it a simpler task",
-            path=ctx.path,
-        )
+                results, resolved, value, exited = await self._run_calls(completion.tool_calls, ctx)
+                conversation.extend(results)
+                added.extend(results)
+                if resolved:
+                    assert isinstance(value, BaseModel)
+                    final = ChatMessage(
+                        role="assistant",
+                        contents=[TextContent(text=value.model_dump_json())],
+                        author=self.author,
+                    )
+                    added.append(final)
+                    await ctx.emit(MessageCompleted(message=final, path=ctx.path))
+                    return AgentResponse(
+                        messages=added, usage=_usage(tokens_in, tokens_out, ()), value=value
+                    )
+                if exited:
+                    # An exit tool was called: whoever offered it takes over from here.
+                    return AgentResponse(messages=added, usage=_usage(tokens_in, tokens_out, ()))
+            goal = "submitting its output through resolve" if schema else "a final answer"
+            raise MaxRoundsExceeded(
+                f"{self.label} made {rounds} model calls without {goal}; raise max_rounds "
+                "(on the agent or in RunOptions) or give it a simpler task",
+                path=ctx.path,
+            )
+        except AgentError as exc:
+            # Failures of this agent's own (a provider's, say) get its path.
+            exc.with_path(ctx.path)
+            raise
 
     async def _call_model(
         self, conversation: list[ChatMessage], ctx: RunContext

@@ -34,6 +34,7 @@ from typing import Literal, Protocol, runtime_checkable
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from raf._defaults import new_list, new_set
 from raf.errors import SessionBusy
 from raf.session import Session
 from raf.stores import CheckpointStore, EventLog, StoredEvent, new_id
@@ -61,7 +62,7 @@ class _Saved(BaseModel):
     """Format version."""
     session: str
     """`Session.to_json()` of the thread's session."""
-    seen: list[str] = Field(default_factory=lambda: list[str]())
+    seen: list[str] = Field(default_factory=new_list)
     """AG-UI message ids the thread has taken in or produced."""
 
 
@@ -71,7 +72,7 @@ class Thread:
 
     id: str
     session: Session
-    seen: set[str] = field(default_factory=lambda: set[str]())
+    seen: set[str] = field(default_factory=new_set)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Held while the thread is saved, so saves land in order."""
 

@@ -18,6 +18,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from raf._defaults import new_dict
+
 CHECKPOINT_FORMAT_VERSION = 1
 SUPPORTED_CHECKPOINT_VERSIONS: frozenset[int] = frozenset({CHECKPOINT_FORMAT_VERSION})
 """Checkpoint format versions this raf reads and writes."""
@@ -42,7 +44,7 @@ class Checkpoint(BaseModel):
     taken inside the root's first)."""
     created_at: datetime
     """When it was taken (UTC)."""
-    data: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())
+    data: dict[str, Any] = Field(default_factory=new_dict)
     """The engine's JSON state: pending messages, node states, session state, requests, scopes."""
 
 
@@ -61,7 +63,7 @@ class StoredEvent(BaseModel):
     """What it belongs to (a topic or session id)."""
     hash: str | None = None
     """sha256 of its content in the object store, if any."""
-    meta: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())
+    meta: dict[str, Any] = Field(default_factory=new_dict)
     """Structured data of the event."""
     code_rev: str | None = None
     """Revision of the code that wrote it."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from raf._defaults import new_dict
 from raf.errors import ScriptExhausted
 from raf.messages import ChatMessage
 
@@ -45,7 +46,7 @@ class Turn:
     """Characters per streamed delta (words when None)."""
     usage: tuple[int, int] | None = None
     """(input, output) tokens; counted from the text when None."""
-    headers: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    headers: dict[str, str] = field(default_factory=new_dict)
     """Extra HTTP headers of an `error` turn (say, Retry-After)."""
     truncate: bool = False
     """Over HTTP: end the stream abruptly, before the final chunk."""

@@ -18,6 +18,8 @@ import inspect
 import re
 from dataclasses import dataclass, field
 
+from raf._defaults import new_dict
+
 _ARGS_HEADERS = frozenset({"args", "arguments", "parameters", "params", "keyword args"})
 _SECTION = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
 _PARAM = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
@@ -28,7 +30,7 @@ class Docstring:
     """What a tool needs from its function's docstring."""
 
     summary: str = ""
-    params: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    params: dict[str, str] = field(default_factory=new_dict)
 
 
 def parse_docstring(doc: str | None) -> Docstring:
