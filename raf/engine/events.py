@@ -1,8 +1,9 @@
-"""Engine events: what a workflow run reports, one frozen slotted dataclass per kind.
+"""Engine events: what a workflow run reports, one slotted dataclass per kind.
 
 A run reports events to a sink (`async def on_event(event)`); `Workflow.run_stream` hands them
 to a consumer through one bounded stream and `Workflow.run` collects them. Events are plain
-dataclasses, not pydantic models, because the engine makes several per node.
+dataclasses, not pydantic models (nor frozen ones, which pay a call per field to build),
+because the engine makes several per node. Treat them as read-only.
 
 `WorkflowFailed` is the *event* reporting a failed run; the exception a
 `WorkflowAgent` raises is `raf.errors.WorkflowError`.
@@ -34,14 +35,14 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeInvoking:
     """A node starts handling one message."""
 
     node_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeStreaming:
     """A node streamed an `AgentUpdate` (its path relative to the workflow)."""
 
@@ -49,7 +50,7 @@ class NodeStreaming:
     update: AgentUpdate
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeCompleted:
     """A node finished handling one message; `output` is what `handle` returned."""
 
@@ -57,7 +58,7 @@ class NodeCompleted:
     output: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeWaiting:
     """A node's handling stopped to wait for human answers (`request_ids`); it re-runs from
     its start when they come."""
@@ -66,7 +67,7 @@ class NodeWaiting:
     request_ids: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeFailed:
     """A node raised `error`; the run fails after this event."""
 
@@ -74,7 +75,7 @@ class NodeFailed:
     error: BaseException
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WorkflowOutput:
     """A node yielded `value` as an output of the workflow."""
 
@@ -82,7 +83,7 @@ class WorkflowOutput:
     node_id: str = field(default="", kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WorkflowFailed:
     """The run failed with `error` (the last event of a failed run)."""
 
@@ -90,14 +91,14 @@ class WorkflowFailed:
     node_id: str | None = field(default=None, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SuperstepCompleted:
     """Superstep `index` (counted from 0) finished and its messages were delivered."""
 
     index: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CheckpointSaved:
     """A checkpoint was saved after a superstep; resume from `checkpoint_id`."""
 
@@ -105,7 +106,7 @@ class CheckpointSaved:
     superstep: int = field(default=0, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestInfo:
     """A node asks a human; answer `request_id` when resuming (the run ends waiting)."""
 

@@ -2,6 +2,8 @@
 
 A provider streams `TextChunk`, `ReasoningChunk`, `ToolCallStarted`, `ToolCallDelta` and
 `UsageReport` events as they arrive, then one final `Completion` with the assembled message.
+Events are plain slotted dataclasses, made per token: not frozen (a frozen dataclass pays a call
+per field to build), so treat them as read-only.
 
 Example:
     >>> async def answer(provider: LlmProvider) -> str:
@@ -24,21 +26,21 @@ from raf.messages import ChatMessage, ToolCallContent
 from raf.tools.definition import ToolDefinition
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TextChunk:
     """A piece of answer text."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReasoningChunk:
     """A piece of reasoning text."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCallStarted:
     """The model began tool call `call_id` to `name`."""
 
@@ -46,7 +48,7 @@ class ToolCallStarted:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCallDelta:
     """A piece of the JSON arguments of call `call_id`."""
 
@@ -54,7 +56,7 @@ class ToolCallDelta:
     delta: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UsageReport:
     """Token usage of the call."""
 
@@ -62,7 +64,7 @@ class UsageReport:
     output_tokens: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Completion:
     """The whole answer, assembled; always the last event of a stream."""
 
