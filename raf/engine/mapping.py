@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, TypeGuard, cast
 
+from raf._trusted import executor_invoked, executor_invoking
 from raf.engine.events import (
     NodeCompleted,
     NodeFailed,
@@ -34,7 +35,7 @@ from raf.engine.events import (
 from raf.errors import AgentError, WorkflowError
 from raf.messages import ChatMessage
 from raf.run import RunContext
-from raf.updates import AgentResponse, ExecutorInvoked, ExecutorInvoking, RequestInfoUpdate
+from raf.updates import AgentResponse, ExecutorInvoked, RequestInfoUpdate
 
 __all__ = ["AgentSink", "is_messages"]
 
@@ -86,7 +87,7 @@ class AgentSink:
 
     def invoking(self, node_id: str) -> Awaitable[None]:
         """Node `node_id` starts: its `ExecutorInvoking` (see `raf.engine.runner.NodeReports`)."""
-        return self.emit(ExecutorInvoking(executor_id=node_id, path=self.path))
+        return self.emit(executor_invoking(node_id, self.path))
 
     def completed(self, node_id: str, output: Any) -> Awaitable[None]:
         """Node `node_id` finished with `output`: its `ExecutorInvoked`."""
@@ -108,12 +109,10 @@ class AgentSink:
 def _invoked(node_id: str, output: Any, path: tuple[str, ...]) -> ExecutorInvoked:
     if type(output) is AgentResponse or isinstance(output, AgentResponse):
         response = cast("AgentResponse[Any]", output)  # isinstance cannot tell the value type
-        return ExecutorInvoked(
-            executor_id=node_id, messages=response.messages, value=response.value, path=path
-        )
+        return executor_invoked(node_id, response.messages, response.value, path)
     if is_messages(output):
-        return ExecutorInvoked(executor_id=node_id, messages=output, value=None, path=path)
-    return ExecutorInvoked(executor_id=node_id, messages=[], value=output, path=path)
+        return executor_invoked(node_id, output, None, path)
+    return executor_invoked(node_id, [], output, path)
 
 
 _ONLY_MESSAGES = {ChatMessage}

@@ -22,8 +22,10 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
-from raf.messages import ChatMessage, ToolCallContent, ToolResultContent
+from raf._trusted import trusted
+from raf.messages import ChatMessage, TextContent, ToolCallContent, ToolResultContent
 
 Presented = dict[int, tuple[tuple[ChatMessage, ...], ChatMessage]]
 """Attributed messages already built, keyed by the id of the first message each one presents.
@@ -263,7 +265,7 @@ def _shown(messages: tuple[ChatMessage, ...], memo: Presented) -> ChatMessage:
     assert author is not None
     contents = first.contents
     if len(messages) == 1 and len(contents) == 1 and contents[0].type == "text":
-        shown = ChatMessage.user(attributed(author, contents[0].text), author)  # the usual
+        shown = _attributed_text(author, contents[0])  # the usual
         memo[key] = (messages, shown)
         return shown
     lines: list[str] = []
@@ -278,9 +280,23 @@ def _shown(messages: tuple[ChatMessage, ...], memo: Presented) -> ChatMessage:
                 lines.append(describe_call(content))
             elif content.type == "tool_result":
                 lines.append(describe_result(content, names))
-    shown = ChatMessage.user(attributed(author, "\n".join(lines)), author)
+    shown = _attributed_text(author, TextContent(text="\n".join(lines)))
     memo[key] = (messages, shown)
     return shown
+
+
+def _attributed_text(author: str, text: TextContent) -> ChatMessage:
+    """The user message naming `author` that holds `text`: two parts, the `[author]` line and
+    `text` itself, so `.text` is `attributed(author, text.text)` and an agent's own text part
+    is shown as it is (one new object per message shown, not two)."""
+    values = {"role": "user", "contents": [_header(author), text], "author": author}
+    return trusted(ChatMessage, values, {"role", "contents", "author"})
+
+
+@lru_cache(maxsize=1024)
+def _header(author: str) -> TextContent:
+    """The `[author]` line that opens what another agent is shown of `author`'s messages."""
+    return TextContent(text=attributed(author, ""))
 
 
 def _own_results(

@@ -30,6 +30,7 @@ import anyio
 from pydantic import BaseModel
 
 from raf._streaming import single_exceptions
+from raf._trusted import completed_response, message_completed
 from raf.errors import AgentError, MaxRoundsExceeded, ProviderError
 from raf.messages import (
     ChatMessage,
@@ -58,7 +59,6 @@ from raf.tools.definition import ToolDefinition
 from raf.tools.tool import ToolResult
 from raf.updates import (
     AgentResponse,
-    MessageCompleted,
     ReasoningDelta,
     TextDelta,
     ToolCallArgs,
@@ -149,12 +149,10 @@ class ReactLoop:
                 message = self._assistant(completion)
                 conversation.append(message)
                 added.append(message)
-                await ctx.emit(MessageCompleted(message=message, path=ctx.path))
+                await ctx.emit(message_completed(message, ctx.path))
                 if not completion.tool_calls:
                     if schema is None:
-                        return AgentResponse(
-                            messages=added, usage=_usage(tokens_in, tokens_out, ()), value=None
-                        )
+                        return completed_response(added, tokens_in, tokens_out, None)
                     if self._format is None:
                         conversation.append(correction_message())
                         continue
@@ -162,9 +160,7 @@ class ReactLoop:
                     if correction is not None:
                         conversation.append(correction)
                         continue
-                    return AgentResponse(
-                        messages=added, usage=_usage(tokens_in, tokens_out, ()), value=value
-                    )
+                    return completed_response(added, tokens_in, tokens_out, value)
                 results, resolved, value, exited = await self._run_calls(completion.tool_calls, ctx)
                 conversation.extend(results)
                 added.extend(results)
@@ -176,13 +172,11 @@ class ReactLoop:
                         author=self.author,
                     )
                     added.append(final)
-                    await ctx.emit(MessageCompleted(message=final, path=ctx.path))
-                    return AgentResponse(
-                        messages=added, usage=_usage(tokens_in, tokens_out, ()), value=value
-                    )
+                    await ctx.emit(message_completed(final, ctx.path))
+                    return completed_response(added, tokens_in, tokens_out, value)
                 if exited:
                     # An exit tool was called: whoever offered it takes over from here.
-                    return AgentResponse(messages=added, usage=_usage(tokens_in, tokens_out, ()))
+                    return completed_response(added, tokens_in, tokens_out, None)
             goal = "submitting its output through resolve" if schema else "a final answer"
             raise MaxRoundsExceeded(
                 f"{self.label} made {rounds} model calls without {goal}; raise max_rounds "

@@ -31,10 +31,14 @@ def test_own_messages_stay_assistant_and_others_become_attributed_user_messages(
         ChatMessage.system("Be brief."),
         ChatMessage.user("Plan a trip."),
         ChatMessage(
-            role="user", contents=[TextContent(text="[researcher]\nOslo.")], author="researcher"
+            role="user",
+            # The `[author]` line, then the author's own part as it is.
+            contents=[TextContent(text="[researcher]\n"), conversation[2].contents[0]],
+            author="researcher",
         ),
         ChatMessage.assistant("Earlier answer of mine.", author="planner"),
     ]
+    assert seen_by("planner", conversation)[2].text == "[researcher]\nOslo."
 
 
 def test_another_agents_tool_turns_are_summarised_in_one_user_message() -> None:
@@ -301,7 +305,7 @@ def test_consecutive_answers_of_one_agent_are_one_attributed_message() -> None:
         ChatMessage.assistant("Found it.", author="a"),
     ]
     (_, shown) = seen_by("b", conversation)
-    assert shown == ChatMessage.user("[a]\nLet me look.\nFound it.", "a")
+    assert (shown.role, shown.author, shown.text) == ("user", "a", "[a]\nLet me look.\nFound it.")
 
 
 def test_a_tool_message_without_results_is_left_out() -> None:

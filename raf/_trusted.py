@@ -1,0 +1,100 @@
+"""Building a pydantic model from values raf made and checked itself, without validating again.
+
+Validation is the right price at the edges (what users and providers hand in); in the middle
+of a run raf builds a few models per agent from parts that are already models or already
+checked (a node's id, an agent's path, messages it made), where validating again would
+cost about twice the building. `trusted` does what pydantic's `model_construct` does for a
+model without extra fields, private attributes or `model_post_init`, minus its loop over the
+fields: the caller gives every field, in order.
+
+`tests/test_trusted.py` checks that each model built this way is indistinguishable from the
+validated one (equality, dumps, copies, pickling, the fields set).
+
+Example:
+    >>> from raf.updates import ExecutorInvoking
+    >>> made = trusted(
+    ...     ExecutorInvoking,
+    ...     {"path": ("team",), "type": "executor_invoking", "executor_id": "writer"},
+    ...     {"path", "executor_id"},
+    ... )
+    >>> made == ExecutorInvoking(executor_id="writer", path=("team",))
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from raf.errors import AgentPath
+from raf.messages import ChatMessage
+from raf.updates import AgentResponse, ExecutorInvoked, ExecutorInvoking, MessageCompleted, Usage
+
+M = TypeVar("M", bound=BaseModel)
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def trusted(cls: type[M], values: dict[str, Any], given: set[str]) -> M:
+    """An instance of `cls` holding `values` (every field, in declaration order), as if built
+    from the fields named in `given` (its `model_fields_set`). Takes ownership of both."""
+    model = _new(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", given)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
+
+
+# --- the models the hot path builds, from checked parts ------------------------------------
+
+
+def executor_invoking(node_id: str, path: AgentPath) -> ExecutorInvoking:
+    """`ExecutorInvoking(executor_id=node_id, path=path)` of a built workflow's node."""
+    values = {"path": path, "type": "executor_invoking", "executor_id": node_id}
+    return trusted(ExecutorInvoking, values, {"executor_id", "path"})
+
+
+def executor_invoked(
+    node_id: str, messages: list[ChatMessage], value: Any, path: AgentPath
+) -> ExecutorInvoked:
+    """`ExecutorInvoked(executor_id=node_id, messages=messages, value=value, path=path)`, for
+    `messages` that are all `ChatMessage`s (copied, as validation would)."""
+    values = {
+        "path": path,
+        "type": "executor_invoked",
+        "executor_id": node_id,
+        "messages": list(messages),
+        "value": value,
+        "status": "completed",
+    }
+    return trusted(ExecutorInvoked, values, {"executor_id", "messages", "value", "path"})
+
+
+def message_completed(message: ChatMessage, path: AgentPath) -> MessageCompleted:
+    """`MessageCompleted(message=message, path=path)`."""
+    values = {"path": path, "type": "message_completed", "message": message}
+    return trusted(MessageCompleted, values, {"message", "path"})
+
+
+def completed_response(
+    messages: list[ChatMessage], input_tokens: int, output_tokens: int, value: Any
+) -> AgentResponse[Any]:
+    """`AgentResponse(messages=messages, usage=Usage(input_tokens=..., output_tokens=...),
+    value=value)` for messages an agent made and token counts summed from checked `Usage`s;
+    takes ownership of `messages`."""
+    usage = trusted(
+        Usage,
+        {"path": (), "type": "usage", "input_tokens": input_tokens, "output_tokens": output_tokens},
+        {"input_tokens", "output_tokens"},
+    )
+    values = {
+        "messages": messages,
+        "usage": usage,
+        "value": value,
+        "status": "completed",
+        "pending": [],
+    }
+    return trusted(AgentResponse, values, {"messages", "usage", "value"})
