@@ -67,10 +67,13 @@ class _Prefix:
         """The calls of the seat's last assistant message still unanswered."""
 
 
-Prefixes = dict[int, _Prefix]
-"""How the start of a conversation was shown, by the id of its last message, for the seats of
-one run (`raf.run.Turn.prefixes`): in a chain each agent's conversation is the one before it
-plus that agent's answer, so each request presents only what is new."""
+Prefixes = dict[int | str, _Prefix]
+"""How the start of a conversation was shown, for the seats of one run (`raf.run.Turn.prefixes`):
+by the id of its last message when no message in it is the seat's own (valid for every seat
+that wrote none of them), and by the seat's id for the last one a seat was shown with messages
+of its own in it (valid for that seat only). In a chain each agent's conversation is the one
+before it plus that agent's answer; in a group chat a member's next request is its last one
+plus what was said since: either way each request presents only what is new."""
 
 
 _LOOK_BACK = 4
@@ -111,11 +114,14 @@ def seen_by(
     if state is None:
         known = _known_prefix(seat, body, prefixes) if prefixes else None
         state = _walk(seat, body, known, memo, systems)
-        # A new state, for other seats too unless this one wrote in it or a system message
-        # came after the start (which `systems` took).
+        # A new state (unless a system message came after the start, which `systems` took):
+        # for every seat when this one wrote nothing in it, else for this seat's next request.
         new = body and state.messages is body and len(systems) == lead
-        if prefixes is not None and new and seat not in state.authors:
-            prefixes[id(body[-1])] = state
+        if prefixes is not None and new:
+            if seat not in state.authors:
+                prefixes[id(body[-1])] = state
+            else:
+                prefixes[seat] = state
     elif prefixes is not None:
         prefixes[id(body[-1])] = state
     if len(systems) > 1:
@@ -216,16 +222,25 @@ def _walk(
 
 
 def _known_prefix(seat: str | None, body: list[ChatMessage], prefixes: Prefixes) -> _Prefix | None:
-    """The longest prefix of `body` another seat was shown that `seat` wrote nothing of."""
+    """The longest start of `body` shown before that is valid for `seat`: one another seat was
+    shown with nothing of `seat` in it, ending at most `_LOOK_BACK` messages from the end, or
+    the last start `seat` itself was shown."""
     end = len(body)
     stop = end - _LOOK_BACK if end > _LOOK_BACK else 0
+    found: _Prefix | None = None
     while end > stop:
         known = prefixes.get(id(body[end - 1]))
         # Equal messages are shown alike; the comparison is by identity first, so cheap.
         if known is not None and seat not in known.authors and body[:end] == known.messages:
-            return known
+            found = known
+            break
         end -= 1
-    return None
+    own = prefixes.get(seat) if seat is not None else None
+    if own is not None:
+        size = len(own.messages)
+        if (found is None or size > end) and size <= len(body) and body[:size] == own.messages:
+            return own
+    return found
 
 
 _SPOKEN = frozenset({"assistant", "tool"})
