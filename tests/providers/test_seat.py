@@ -312,3 +312,19 @@ def test_a_tool_message_without_results_is_left_out() -> None:
     empty = ChatMessage(role="tool", contents=[TextContent(text="no result")], author="a")
     conversation = [ChatMessage.user("q"), _calls("a", ("c1", "f")), empty]
     assert seen_by("a", conversation) == conversation[:2]
+
+
+def test_a_member_that_spoke_goes_on_from_what_it_was_shown_last() -> None:
+    # A round robin: every request after the first round has the seat's own answers in it.
+    presented: Presented = {}
+    prefixes: Prefixes = {}
+    conversation = [ChatMessage.user("topic")]
+    for turn in range(8):
+        seat = "abc"[turn % 3]
+        assert seen_by(seat, conversation, presented, prefixes) == seen_by(seat, conversation)
+        conversation = [*conversation, ChatMessage.assistant(f"{seat}{turn}", author=seat)]
+    # Each member's last start is kept for it (under its id): the next request walks only
+    # what was said since.
+    assert prefixes["a"].messages == conversation[:7]
+    assert prefixes["b"].messages == conversation[:8]
+    assert prefixes["c"].messages == conversation[:6]
