@@ -29,7 +29,14 @@ from pydantic import BaseModel
 
 from raf.errors import AgentPath
 from raf.messages import ChatMessage
-from raf.updates import AgentResponse, ExecutorInvoked, ExecutorInvoking, MessageCompleted, Usage
+from raf.updates import (
+    AgentResponse,
+    ExecutorInvoked,
+    ExecutorInvoking,
+    MessageCompleted,
+    TextDelta,
+    Usage,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -85,16 +92,32 @@ def completed_response(
     """`AgentResponse(messages=messages, usage=Usage(input_tokens=..., output_tokens=...),
     value=value)` for messages an agent made and token counts summed from checked `Usage`s;
     takes ownership of `messages`."""
-    usage = trusted(
+    total = trusted(
         Usage,
         {"path": (), "type": "usage", "input_tokens": input_tokens, "output_tokens": output_tokens},
         {"input_tokens", "output_tokens"},
     )
     values = {
         "messages": messages,
-        "usage": usage,
+        "usage": total,
         "value": value,
         "status": "completed",
         "pending": [],
     }
     return trusted(AgentResponse, values, {"messages", "usage", "value"})
+
+
+def text_delta(text: str, path: AgentPath) -> TextDelta:
+    """`TextDelta(text=text, path=path)`, for text a provider's checked event carried."""
+    return trusted(TextDelta, {"path": path, "type": "text_delta", "text": text}, {"text", "path"})
+
+
+def usage(input_tokens: int, output_tokens: int, path: AgentPath) -> Usage:
+    """`Usage(input_tokens=..., output_tokens=..., path=path)`, for checked token counts."""
+    values = {
+        "path": path,
+        "type": "usage",
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+    }
+    return trusted(Usage, values, {"input_tokens", "output_tokens", "path"})

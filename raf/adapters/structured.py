@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage
 from raf.providers.base import Completion, LlmProvider, ProviderEvent
+from raf.providers.checks import check_event
 from raf.providers.seat import seen_by
 from raf.react.native import json_answer
 from raf.react.native import response_format as _response_format
@@ -54,6 +55,7 @@ async def structured_call(
     fmt = format if format is not None else response_format(schema)
     async with provider.stream(seen_by(seat, messages), response_format=fmt) as events:
         async for event in events:
+            check_event(event, provider.model, ())
             if on_event is not None:
                 await on_event(event)
             if isinstance(event, Completion):

@@ -28,6 +28,7 @@ from raf.agent import AgentMetadata, BaseAgent
 from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage
 from raf.providers.base import Completion, LlmProvider, TextChunk, UsageReport
+from raf.providers.checks import check_event
 from raf.run import RunContext
 from raf.updates import AgentResponse, ReasoningDelta, Usage
 
@@ -253,6 +254,7 @@ class _ChoiceAgent(BaseAgent):
         reported: Usage | None = None
         async with self._provider.stream(request, response_format=self._format) as events:
             async for event in events:
+                check_event(event, self._provider.model, path)
                 if isinstance(event, TextChunk):
                     await ctx.emit(ReasoningDelta(text=event.text, path=path))
                 elif isinstance(event, UsageReport):

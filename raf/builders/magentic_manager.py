@@ -21,6 +21,7 @@ from raf.builders.magentic_ledger import ProgressLedger, TaskLedger, progress_fo
 from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage
 from raf.providers.base import Completion, LlmProvider
+from raf.providers.checks import check_event
 from raf.run import RunContext
 from raf.updates import AgentResponse, MessageCompleted
 
@@ -182,6 +183,7 @@ class ManagerCall(BaseAgent):
         text = ""
         async with self._provider.stream(messages) as events:
             async for event in events:
+                check_event(event, self._provider.model, meter.path)
                 await meter.on_event(event)
                 if isinstance(event, Completion):
                     text = event.text

@@ -30,7 +30,7 @@ import anyio
 from pydantic import BaseModel
 
 from raf._streaming import single_exceptions
-from raf._trusted import completed_response, message_completed
+from raf._trusted import completed_response, message_completed, text_delta, usage
 from raf.errors import AgentError, MaxRoundsExceeded, ProviderError
 from raf.messages import (
     ChatMessage,
@@ -49,6 +49,7 @@ from raf.providers.base import (
     ToolCallStarted,
     UsageReport,
 )
+from raf.providers.checks import check_event
 from raf.providers.seat import seen_by
 from raf.react.exits import ExitTool, second_exit
 from raf.react.native import check_answer, native_format
@@ -60,7 +61,6 @@ from raf.tools.tool import ToolResult
 from raf.updates import (
     AgentResponse,
     ReasoningDelta,
-    TextDelta,
     ToolCallArgs,
     ToolCalled,
     ToolCallEnd,
@@ -197,13 +197,16 @@ class ReactLoop:
         reported: Usage | None = None
         started: set[str] = set()
         held = HeldText() if self.text_tool_calls else None
+        model = self.provider.model
         stream = self.provider.stream(conversation, tools=self.tools, response_format=self._format)
         async with stream as events:
             async for event in events:
+                if type(event) is not TextChunk or type(event.text) is not str:
+                    check_event(event, model, path)  # the usual event is checked right here
                 if isinstance(event, TextChunk):
                     text = event.text if held is None else held.feed(event.text)
                     if text:
-                        await emit(TextDelta(text=text, path=path))
+                        await emit(text_delta(text, path))
                 elif isinstance(event, ToolCallDelta):
                     await emit(ToolCallArgs(call_id=event.call_id, delta=event.delta, path=path))
                 elif isinstance(event, ReasoningChunk):
@@ -212,19 +215,17 @@ class ReactLoop:
                     started.add(event.call_id)
                     await emit(ToolCallStart(call_id=event.call_id, name=event.name, path=path))
                 elif isinstance(event, UsageReport):
-                    item = _usage(event.input_tokens, event.output_tokens, path)
+                    item = usage(event.input_tokens, event.output_tokens, path)
                     reported = item if reported is None else reported + item
                     await emit(item)
                 else:
                     completion = event
         if completion is None:
             raise ProviderError(
-                f"model {self.provider.model!r} ended its stream without a completion",
-                model=self.provider.model,
-                path=path,
+                f"model {model!r} ended its stream without a completion", model=model, path=path
             )
         if reported is None:
-            reported = _usage(completion.input_tokens, completion.output_tokens, path)
+            reported = usage(completion.input_tokens, completion.output_tokens, path)
             if reported.total_tokens:
                 await emit(reported)
         if held is not None:
@@ -236,7 +237,7 @@ class ReactLoop:
             if calls:
                 completion = replace(completion, text="", tool_calls=calls)
             elif rest:
-                await emit(TextDelta(text=rest, path=path))
+                await emit(text_delta(rest, path))
         for call in completion.tool_calls:
             call_id = call.call_id
             if call_id not in started:
@@ -342,7 +343,3 @@ class ReactLoop:
             "Call one of them by its exact name.",
             is_error=True,
         )
-
-
-def _usage(input_tokens: int, output_tokens: int, path: tuple[str, ...]) -> Usage:
-    return Usage(input_tokens=input_tokens, output_tokens=output_tokens, path=path)
