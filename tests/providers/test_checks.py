@@ -114,3 +114,16 @@ def test_any_field_of_a_wrong_type_is_a_provider_error(event: Any, field: int, v
     setattr(event, name, value)
     with pytest.raises(ProviderError, match=f"whose {name} is"):
         check_event(event, "m", ("a",))
+
+
+async def test_a_role_adapters_call_is_checked_too() -> None:
+    from pydantic import BaseModel
+
+    from raf.adapters import ThreadContext, create_llm_adapter
+
+    class Verdict(BaseModel):
+        ok: bool
+
+    role = create_llm_adapter(Streams(UsageReport(None, 1)))("Judge.", Verdict)  # type: ignore[arg-type]
+    with pytest.raises(ProviderError, match="a UsageReport whose input_tokens is None"):
+        await role(ThreadContext(thread_id="t", start=[ChatMessage.user("Is it fine?")]))
