@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import pytest
@@ -42,12 +42,13 @@ class Streams:
         tools: Sequence[Any] = (),
         response_format: dict[str, Any] | None = None,
     ) -> AsyncIterator[AsyncIterator[Any]]:
-        async def play() -> AsyncIterator[Any]:
+        async def play() -> AsyncGenerator[Any]:
             for event in self.events:
                 yield event
             yield Completion(text="fine")
 
-        yield play()
+        async with aclosing(play()) as events:
+            yield events
 
 
 @pytest.mark.parametrize(
