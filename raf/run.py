@@ -2,7 +2,7 @@
 `Turn` (what the whole tree of one run shares).
 
 A run's work happens in a task group owned by `AgentRun.__aenter__`; its updates reach the
-consumer through one bounded memory stream, so a slow consumer back-pressures the producers and
+consumer through one bounded buffer, so a slow consumer back-pressures the producers and
 leaving the `async with` block cancels every task of the run.
 
 Example:

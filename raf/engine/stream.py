@@ -1,4 +1,4 @@
-"""`WorkflowStream`: the events of a run, through one bounded memory stream.
+"""`WorkflowStream`: the events of a run, through one bounded buffer.
 
 `async with workflow.run_stream(x) as events: async for event in events: ...`. The run's task
 group lives in the context manager; leaving the block early cancels the run. Node failures
