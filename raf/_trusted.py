@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from raf.errors import AgentPath
-from raf.messages import ChatMessage
+from raf.messages import ChatMessage, TextContent
 from raf.updates import (
     AgentResponse,
     ExecutorInvoked,
@@ -121,3 +121,11 @@ def usage(input_tokens: int, output_tokens: int, path: AgentPath) -> Usage:
         "output_tokens": output_tokens,
     }
     return trusted(Usage, values, {"input_tokens", "output_tokens", "path"})
+
+
+def assistant_text(text: str, author: str | None) -> ChatMessage:
+    """`ChatMessage.assistant(text, author)`, for the checked text of a model's answer."""
+    part = trusted(TextContent, {"type": "text", "text": text}, {"type", "text"})
+    values = {"role": "assistant", "contents": [part], "author": author}
+    given = {"role", "contents"} if author is None else {"role", "contents", "author"}
+    return trusted(ChatMessage, values, given)

@@ -10,10 +10,13 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from raf._trusted import (
+    assistant_text,
     completed_response,
     executor_invoked,
     executor_invoking,
     message_completed,
+    text_delta,
+    usage,
 )
 from raf.messages import ChatMessage, TextContent
 from raf.providers.seat import seen_by
@@ -22,6 +25,7 @@ from raf.updates import (
     ExecutorInvoked,
     ExecutorInvoking,
     MessageCompleted,
+    TextDelta,
     Usage,
 )
 
@@ -94,3 +98,21 @@ def test_another_agents_answer_is_shown_as_a_valid_attributed_user_message(
     )
     _same(shown, validated)
     assert shown.text == f"[{author}]\n{text}"
+
+
+@given(texts, st.one_of(st.none(), ids))
+def test_assistant_text(text: str, author: str | None) -> None:
+    made = assistant_text(text, author)
+    _same(made, ChatMessage.assistant(text, author))
+    _same(made.contents[0], ChatMessage.assistant(text, author).contents[0])
+
+
+@given(texts, paths)
+def test_text_delta(text: str, path: tuple[str, ...]) -> None:
+    _same(text_delta(text, path), TextDelta(text=text, path=path))
+
+
+@given(st.integers(0, 10**9), st.integers(0, 10**9), paths)
+def test_usage(tokens_in: int, tokens_out: int, path: tuple[str, ...]) -> None:
+    validated = Usage(input_tokens=tokens_in, output_tokens=tokens_out, path=path)
+    _same(usage(tokens_in, tokens_out, path), validated)

@@ -30,7 +30,13 @@ import anyio
 from pydantic import BaseModel
 
 from raf._streaming import single_exceptions
-from raf._trusted import completed_response, message_completed, text_delta, usage
+from raf._trusted import (
+    assistant_text,
+    completed_response,
+    message_completed,
+    text_delta,
+    usage,
+)
 from raf.errors import AgentError, MaxRoundsExceeded, ProviderError
 from raf.messages import (
     ChatMessage,
@@ -248,7 +254,7 @@ class ReactLoop:
 
     def _assistant(self, completion: Completion) -> ChatMessage:
         if not completion.reasoning and not completion.tool_calls:
-            return ChatMessage.assistant(completion.text, self.author)  # the usual answer
+            return assistant_text(completion.text, self.author)  # the usual answer (checked)
         contents: list[Content] = []
         if completion.reasoning:
             # The whole message, as streamed: its reasoning too (never sent back to a model).
