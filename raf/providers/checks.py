@@ -60,6 +60,12 @@ def check_event(event: object, model: str, path: AgentPath) -> None:
     if isinstance(event, (TextChunk, ReasoningChunk)):
         if type(event.text) is str:
             return
+    elif isinstance(event, ToolCallDelta):
+        if type(event.call_id) is str and type(event.delta) is str:
+            return
+    elif isinstance(event, ToolCallStarted):
+        if type(event.call_id) is str and type(event.name) is str:
+            return
     elif isinstance(event, UsageReport):
         if type(event.input_tokens) is int and type(event.output_tokens) is int:
             return
