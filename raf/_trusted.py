@@ -3,7 +3,7 @@
 Validation is the right price at the edges (what users and providers hand in); in the middle
 of a run raf builds a few models per agent from parts that are already models or already
 checked (a node's id, an agent's path, messages it made), where validating again would
-cost about twice the building. `trusted` does what pydantic's `model_construct` does for a
+cost as much as the building, or more. `trusted` does what pydantic's `model_construct` does for a
 model without extra fields, private attributes or `model_post_init`, minus its loop over the
 fields: the caller gives every field, in order.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -36,6 +37,29 @@ messages = st.builds(ChatMessage.assistant, texts, st.one_of(st.none(), ids)) | 
     ChatMessage.user, texts
 )
 values = st.one_of(st.none(), st.integers(), texts, st.dictionaries(ids, st.integers()))
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        ExecutorInvoking,
+        ExecutorInvoked,
+        MessageCompleted,
+        AgentResponse,
+        Usage,
+        TextDelta,
+        ChatMessage,
+        TextContent,
+    ],
+)
+def test_every_model_built_this_way_has_no_extra_fields_private_attributes_or_post_init(
+    model: type[BaseModel],
+) -> None:
+    # What `trusted` leaves out: such a model would need them set.
+    assert model.model_config.get("extra") != "allow"
+    assert not model.__private_attributes__
+    assert model.__pydantic_post_init__ is None
+    assert not model.__pydantic_root_model__
 
 
 def _same(made: BaseModel, validated: BaseModel) -> None:
