@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Generic, TypeVar, cast
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 T = TypeVar("T")
@@ -116,7 +117,12 @@ class _Channel(Generic[T]):
             reader.set()
 
     async def wait(self) -> None:
-        """Wait until an item is buffered or the producer has closed."""
+        """Wait until an item is buffered or the producer has closed: first by letting the
+        tasks that are ready run once (the producer mostly, which then hands over what it
+        has: so a run's items are taken soon after they are made, not once every other ready
+        run has made its own), then on an event."""
+        if not self.items and not self.closed:
+            await anyio.lowlevel.checkpoint()
         while not self.items and not self.closed:
             reader = self.reader = anyio.Event()
             await reader.wait()
