@@ -2,13 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing, asynccontextmanager
+from typing import Any
 
 import anyio
 
 from raf.agent import AgentMetadata, AgentRun, IAgent, RunOptions
-from raf.messages import MessagesInput
+from raf.messages import ChatMessage, MessagesInput
 from raf.session import Session
+from raf.tools.definition import ToolDefinition
+
+
+class EventsProvider:
+    """A provider that plays fixed event lists, one per call, exactly as given (any object, so
+    that a test can stream a wrong one)."""
+
+    def __init__(self, *calls: Sequence[object], model: str = "fixed") -> None:
+        self._calls = list(calls)
+        self._model = model
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolDefinition] = (),
+        response_format: dict[str, Any] | None = None,
+    ) -> AsyncIterator[AsyncIterator[Any]]:
+        events = self._calls.pop(0)
+
+        async def play() -> AsyncGenerator[Any]:
+            for event in events:
+                yield event
+
+        async with aclosing(play()) as played:
+            yield played
 
 
 class Barrier:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import pytest
@@ -22,33 +20,14 @@ from raf.providers.base import (
     UsageReport,
 )
 from raf.providers.checks import check_event
+from tests.helpers import EventsProvider
 
 pytestmark = pytest.mark.anyio
 
 
-class Streams:
-    """An `LlmProvider` that streams `events`, then a good completion."""
-
-    model = "homemade"
-
-    def __init__(self, *events: object) -> None:
-        self.events = events
-
-    @asynccontextmanager
-    async def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[Any] = (),
-        response_format: dict[str, Any] | None = None,
-    ) -> AsyncIterator[AsyncIterator[Any]]:
-        async def play() -> AsyncGenerator[Any]:
-            for event in self.events:
-                yield event
-            yield Completion(text="fine")
-
-        async with aclosing(play()) as events:
-            yield events
+def _homemade(*events: object) -> EventsProvider:
+    """A provider of one's own streaming `events`, then a good completion."""
+    return EventsProvider([*events, Completion(text="fine")], model="homemade")
 
 
 @pytest.mark.parametrize(
@@ -69,7 +48,7 @@ class Streams:
 async def test_a_wrong_event_fails_the_call_naming_the_field_and_the_agent(
     event: object, said: str
 ) -> None:
-    agent = ReactAgent("writer", Streams(event), "Write.")
+    agent = ReactAgent("writer", _homemade(event), "Write.")
     team = SequentialBuilder(id="team").add_agent(agent).build().as_agent()
     with pytest.raises(ProviderError) as failure:
         await team.run("go").collect()
@@ -81,7 +60,7 @@ async def test_a_wrong_event_fails_the_call_naming_the_field_and_the_agent(
 
 async def test_good_events_stream_as_before() -> None:
     calls = [ToolCallContent(call_id="c1", name="t", arguments="{}")]
-    provider = Streams(
+    provider = _homemade(
         ReasoningChunk("hm"),
         TextChunk("fi"),
         TextChunk("ne"),
@@ -125,6 +104,6 @@ async def test_a_role_adapters_call_is_checked_too() -> None:
     class Verdict(BaseModel):
         ok: bool
 
-    role = create_llm_adapter(Streams(UsageReport(None, 1)))("Judge.", Verdict)  # type: ignore[arg-type]
+    role = create_llm_adapter(_homemade(UsageReport(None, 1)))("Judge.", Verdict)  # type: ignore[arg-type]
     with pytest.raises(ProviderError, match="a UsageReport whose input_tokens is None"):
         await role(ThreadContext(thread_id="t", start=[ChatMessage.user("Is it fine?")]))

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -14,7 +12,7 @@ from raf.agent import RunOptions, default_options
 from raf.budget import Budget
 from raf.errors import BudgetExceeded, MaxRoundsExceeded, ProviderError
 from raf.messages import ChatMessage, ToolCallContent
-from raf.providers.base import Completion, ProviderEvent, TextChunk
+from raf.providers.base import Completion, TextChunk
 from raf.react import ReactAgent, ReactLoop
 from raf.run import RunContext, discard
 from raf.session import Session
@@ -22,6 +20,7 @@ from raf.testing.script import Turn, error, text, tool_calls
 from raf.testing.scripted_provider import ScriptedProvider
 from raf.tools import ToolDefinition, ToolResult, tool
 from raf.updates import AgentUpdate, ToolCallArgs, ToolCalled, Usage
+from tests.helpers import EventsProvider
 from tests.react.support import Outer
 
 pytestmark = pytest.mark.anyio
@@ -222,33 +221,6 @@ async def test_malformed_model_output_never_crashes_the_loop(turns: list[Turn]) 
     results = [c for m in response.messages for c in m.contents if c.type == "tool_result"]
     assert [c.call_id for c in calls] == [r.call_id for r in results]
     assert len(calls) == sum(len(t.calls) for t in turns)
-
-
-class EventsProvider:
-    """A provider that plays fixed event lists, one per call, exactly as given."""
-
-    def __init__(self, *calls: list[ProviderEvent]) -> None:
-        self._calls = list(calls)
-
-    @property
-    def model(self) -> str:
-        return "fixed"
-
-    @asynccontextmanager
-    async def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[ToolDefinition] = (),
-        response_format: dict[str, Any] | None = None,
-    ) -> AsyncIterator[AsyncIterator[ProviderEvent]]:
-        events = self._calls.pop(0)
-
-        async def play() -> AsyncIterator[ProviderEvent]:
-            for event in events:
-                yield event
-
-        yield play()
 
 
 async def test_calls_and_usage_not_streamed_by_the_provider_are_still_reported() -> None:
