@@ -2,16 +2,17 @@
 
 | engine                 | agent stream                                                   |
 |------------------------|----------------------------------------------------------------|
-| `NodeInvoking`         | `ExecutorInvoking(executor_id)`                                |
+| `NodeInvoking` (as `invoking`) | `ExecutorInvoking(executor_id)`                       |
 | `NodeStreaming(item)`  | the item, its path prefixed with the workflow agent's path     |
-| `NodeCompleted`        | `ExecutorInvoked(executor_id, messages, value)`                |
+| `NodeCompleted` (as `completed`) | `ExecutorInvoked(executor_id, messages, value)`     |
 | `NodeWaiting`          | `ExecutorInvoked(executor_id, status="waiting")`               |
 | `NodeFailed`, `WorkflowFailed` | raises `raf.errors.WorkflowError` (an `AgentError` from a node propagates as itself) |
 | `WorkflowOutput`       | the response's messages (`ChatMessage` / list / `AgentResponse`) or value |
 | `RequestInfo`          | `RequestInfoUpdate(request_id, payload)`; the run ends waiting  |
 
 The engine reports straight into the run's `emit` (no stream in between), a node's start and
-end through `AgentSink.invoking` / `completed` (no engine event made for them), and agents
+end through `AgentSink.invoking` / `completed` (`raf.engine.runner.NodeReports`: the runner
+makes no `NodeInvoking` or `NodeCompleted` for a workflow agent), and agents
 inside nodes emit their items with their full path already, so nesting adds no copy per item.
 """
 
@@ -22,9 +23,7 @@ from typing import Any, TypeGuard, cast
 
 from raf._trusted import executor_invoked, executor_invoking
 from raf.engine.events import (
-    NodeCompleted,
     NodeFailed,
-    NodeInvoking,
     NodeStreaming,
     NodeWaiting,
     RequestInfo,
@@ -58,12 +57,6 @@ class AgentSink:
             assert isinstance(event, NodeStreaming)
             update = event.update
             await self.emit(update.model_copy(update={"path": self.path + update.path}))
-        elif kind is NodeInvoking:
-            assert isinstance(event, NodeInvoking)
-            await self.invoking(event.node_id)
-        elif kind is NodeCompleted:
-            assert isinstance(event, NodeCompleted)
-            await self.completed(event.node_id, event.output)
         elif kind is SuperstepCompleted:
             return
         elif kind is NodeWaiting:
