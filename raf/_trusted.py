@@ -92,14 +92,9 @@ def completed_response(
     """`AgentResponse(messages=messages, usage=Usage(input_tokens=..., output_tokens=...),
     value=value)` for messages an agent made and token counts summed from checked `Usage`s;
     takes ownership of `messages`."""
-    total = trusted(
-        Usage,
-        {"path": (), "type": "usage", "input_tokens": input_tokens, "output_tokens": output_tokens},
-        {"input_tokens", "output_tokens"},
-    )
     values = {
         "messages": messages,
-        "usage": total,
+        "usage": usage(input_tokens, output_tokens),
         "value": value,
         "status": "completed",
         "pending": [],
@@ -112,15 +107,19 @@ def text_delta(text: str, path: AgentPath) -> TextDelta:
     return trusted(TextDelta, {"path": path, "type": "text_delta", "text": text}, {"text", "path"})
 
 
-def usage(input_tokens: int, output_tokens: int, path: AgentPath) -> Usage:
-    """`Usage(input_tokens=..., output_tokens=..., path=path)`, for checked token counts."""
+def usage(input_tokens: int, output_tokens: int, path: AgentPath | None = None) -> Usage:
+    """`Usage(input_tokens=..., output_tokens=..., path=path)` (no path given: `()`), for
+    checked token counts."""
     values = {
-        "path": path,
+        "path": () if path is None else path,
         "type": "usage",
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
     }
-    return trusted(Usage, values, {"input_tokens", "output_tokens", "path"})
+    given = {"input_tokens", "output_tokens"}
+    if path is not None:
+        given.add("path")
+    return trusted(Usage, values, given)
 
 
 def assistant_text(text: str, author: str | None) -> ChatMessage:

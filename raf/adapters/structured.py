@@ -17,8 +17,8 @@ from pydantic import BaseModel, ValidationError
 
 from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage
+from raf.providers._checks import check_event
 from raf.providers.base import Completion, LlmProvider, ProviderEvent
-from raf.providers.checks import check_event
 from raf.providers.seat import seen_by
 from raf.react.native import json_answer
 from raf.react.native import response_format as _response_format

@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from raf.agent import AgentMetadata, BaseAgent
 from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage
+from raf.providers._checks import check_event
 from raf.providers.base import Completion, LlmProvider, TextChunk, UsageReport
-from raf.providers.checks import check_event
 from raf.run import RunContext
 from raf.updates import AgentResponse, ReasoningDelta, Usage
 

@@ -20,8 +20,8 @@ from raf.agent import BaseAgent
 from raf.builders.magentic_ledger import ProgressLedger, TaskLedger, progress_format
 from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage
+from raf.providers._checks import check_event
 from raf.providers.base import Completion, LlmProvider
-from raf.providers.checks import check_event
 from raf.run import RunContext
 from raf.updates import AgentResponse, MessageCompleted
 

@@ -46,6 +46,7 @@ from raf.messages import (
     ToolCallContent,
     ToolResultContent,
 )
+from raf.providers._checks import check_event
 from raf.providers.base import (
     Completion,
     LlmProvider,
@@ -55,7 +56,6 @@ from raf.providers.base import (
     ToolCallStarted,
     UsageReport,
 )
-from raf.providers.checks import check_event
 from raf.providers.seat import seen_by
 from raf.react.exits import ExitTool, second_exit
 from raf.react.native import check_answer, native_format
@@ -207,38 +207,25 @@ class ReactLoop:
         stream = self.provider.stream(conversation, tools=self.tools, response_format=self._format)
         async with stream as events:
             async for event in events:
-                # Each event's fields are checked where they are read: a wrong type makes
-                # `check_event` raise the ProviderError that says what is wrong.
+                if type(event) is not TextChunk or type(event.text) is not str:
+                    check_event(event, model, path)  # a token is checked right here
                 if isinstance(event, TextChunk):
-                    text = event.text
-                    if type(text) is not str:
-                        check_event(event, model, path)
-                    if held is not None:
-                        text = held.feed(text)
+                    text = event.text if held is None else held.feed(event.text)
                     if text:
                         await emit(text_delta(text, path))
                 elif isinstance(event, ToolCallDelta):
-                    if type(event.call_id) is not str or type(event.delta) is not str:
-                        check_event(event, model, path)
                     await emit(ToolCallArgs(call_id=event.call_id, delta=event.delta, path=path))
                 elif isinstance(event, ReasoningChunk):
-                    if type(event.text) is not str:
-                        check_event(event, model, path)
                     await emit(ReasoningDelta(text=event.text, path=path))
                 elif isinstance(event, ToolCallStarted):
-                    if type(event.call_id) is not str or type(event.name) is not str:
-                        check_event(event, model, path)
                     started.add(event.call_id)
                     await emit(ToolCallStart(call_id=event.call_id, name=event.name, path=path))
                 elif isinstance(event, UsageReport):
-                    if type(event.input_tokens) is not int or type(event.output_tokens) is not int:
-                        check_event(event, model, path)
                     item = usage(event.input_tokens, event.output_tokens, path)
                     reported = item if reported is None else reported + item
                     await emit(item)
                 else:
-                    check_event(event, model, path)  # a Completion, or not an event at all
-                    assert isinstance(event, Completion)
+                    assert isinstance(event, Completion)  # `check_event` let nothing else by
                     completion = event
         if completion is None:
             raise ProviderError(

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from raf import ReactAgent, SequentialBuilder
 from raf.errors import ProviderError
 from raf.messages import ChatMessage, ToolCallContent
+from raf.providers._checks import check_event
 from raf.providers.base import (
     Completion,
     ReasoningChunk,
@@ -19,7 +20,6 @@ from raf.providers.base import (
     ToolCallStarted,
     UsageReport,
 )
-from raf.providers.checks import check_event
 from tests.helpers import EventsProvider
 
 pytestmark = pytest.mark.anyio
