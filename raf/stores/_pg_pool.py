@@ -52,9 +52,14 @@ class ConnectionPool:
                 raise anyio.ClosedResourceError("the PostgreSQL store is closed")
             lease = _Lease(self._dsn, self._options, self._idle.pop() if self._idle else None)
             try:
-                return await run_interruptible(partial(lease.run, operation), lease.interrupt)
+                return await run_interruptible(
+                    partial(lease.run, operation),
+                    lease.interrupt,
+                    abandon=lease.abandon,
+                    orphaned=lease.close,
+                )
             finally:
-                if lease.connection is not None:
+                if lease.connection is not None and not lease.abandoned:
                     if self._closed:
                         with anyio.CancelScope(shield=True):
                             await to_thread.run_sync(lease.connection.close)
@@ -85,6 +90,8 @@ class _Lease:
         self._guard = threading.Lock()  # orders `interrupt` against the start and end of a run
         self._busy: Connection | None = None  # running a statement on it now
         self._interrupted = False
+        self.abandoned = False
+        """The caller stopped waiting for `run`: its thread closes the connection when done."""
 
     def run(self, operation: Callable[[Connection], T]) -> T:
         reused = self.connection
@@ -97,6 +104,15 @@ class _Lease:
                 # The server dropped this idle connection: try once more on a fresh one.
         self.connection = psycopg.connect(self.dsn, autocommit=True, **self.options)
         return self._attempt(self.connection, operation)
+
+    def abandon(self) -> None:
+        self.abandoned = True
+
+    def close(self) -> None:
+        """Close the connection (in the thread of an abandoned `run`, once it ends)."""
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            connection.close()
 
     def interrupt(self) -> None:
         with self._guard:

@@ -229,9 +229,16 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         async with self._lock:
             if self._closed:
                 raise anyio.ClosedResourceError(f"{self!r} is closed")
-            if self._connection is None:
-                self._connection = await _open(self.path)
-            return await _interruptibly(self._connection, operation)
+            connection = self._connection
+            if connection is None:
+                connection = self._connection = await _open(self.path)
+
+            def abandon() -> None:
+                # The call outlived its grace: its thread closes the connection when done.
+                if self._connection is connection:
+                    self._connection = None
+
+            return await _interruptibly(connection, operation, abandon)
 
 
 async def _open(path: str) -> sqlite3.Connection:
@@ -254,26 +261,39 @@ async def _open(path: str) -> sqlite3.Connection:
         _check_schema_version(connection, path)
         connection.execute("COMMIT")
 
+    abandoned = threading.Event()
     try:
-        await _interruptibly(connection, prepare)
+        await _interruptibly(connection, prepare, abandoned.set)
     except BaseException:
-        with anyio.CancelScope(shield=True):
-            await to_thread.run_sync(connection.close)
+        if not abandoned.is_set():  # else its own thread closes it
+            with anyio.CancelScope(shield=True):
+                await to_thread.run_sync(connection.close)
         raise
     return connection
 
 
 async def _interruptibly(
-    connection: sqlite3.Connection, operation: Callable[[sqlite3.Connection], T]
+    connection: sqlite3.Connection,
+    operation: Callable[[sqlite3.Connection], T],
+    abandon: Callable[[], object],
 ) -> T:
-    """Run `operation` in a worker thread; a cancelled caller interrupts it and rolls it back."""
+    """Run `operation` in a worker thread; a cancelled caller interrupts it and rolls it back.
+
+    Should the interrupted operation run on past the grace period, `abandon()` runs and the
+    operation's thread closes the connection once it ends.
+    """
     interrupted = threading.Event()
 
     def interrupt() -> None:
         interrupted.set()  # stops waiting for a lock
         connection.interrupt()  # stops a running statement; harmless once none runs
 
-    return await run_interruptible(lambda: _retrying(connection, operation, interrupted), interrupt)
+    return await run_interruptible(
+        lambda: _retrying(connection, operation, interrupted),
+        interrupt,
+        abandon=abandon,
+        orphaned=connection.close,
+    )
 
 
 def _retrying(
