@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from raf._defaults import new_dict, new_list
 from raf._streaming import ProducerStream, single_exceptions
@@ -27,7 +27,6 @@ from raf.updates import AgentPath, AgentResponse, AgentUpdate, ValueT
 if TYPE_CHECKING:
     from raf.agent import RunOptions
     from raf.budget import BudgetTracker
-    from raf.engine.protocol import RootRun
     from raf.session import Session
 
 Emit = Callable[[AgentUpdate], Awaitable[None]]
@@ -36,6 +35,23 @@ Emit = Callable[[AgentUpdate], Awaitable[None]]
 
 async def discard(update: AgentUpdate) -> None:
     """An `Emit` that drops every update (for `collect()`)."""
+
+
+class OuterRun(Protocol):
+    """The outermost workflow run of a tree, as the nested runs in it see it.
+
+    The engine implements it (`raf.engine.protocol.RootRun`); the core only passes it down.
+    """
+
+    @property
+    def checkpoints(self) -> bool:
+        """Whether the run saves checkpoints (its session has a store)."""
+        ...
+
+    async def checkpoint_within(self) -> None:
+        """Save a checkpoint now, inside the superstep in progress (a nested workflow
+        finished one of its own supersteps)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -50,7 +66,7 @@ class Turn:
     """Answers to human requests this turn gives, by request id (ids carry full paths)."""
     asked: list[str] = field(default_factory=new_list)
     """Ids of the requests streamed in this turn, in stream order."""
-    engine: RootRun | None = None
+    engine: OuterRun | None = None
     """The outermost workflow run of the tree, once one started (only it checkpoints)."""
     presented: Presented = field(default_factory=lambda: Presented())
     """Other agents' messages as the run's models are shown them, built once for all seats."""

@@ -37,7 +37,7 @@ from raf.engine.runner import Runner
 from raf.engine.state import RunState, RunStatus
 from raf.errors import CheckpointValueError
 from raf.messages import ChatMessage, message_list_adapter
-from raf.run import RunContext
+from raf.run import OuterRun, RunContext
 from raf.session import Session
 from raf.updates import AgentPath, AgentResponse, RequestInfoUpdate, Usage
 
@@ -289,7 +289,7 @@ class NestedRun:
     """The session key (`"{agent path}#running"`)."""
     call: str
     """The parent's call that runs it (`"{node}@{superstep}#{n}"`, after the parent's own)."""
-    root: RootRun
+    root: OuterRun
     """The outermost run, which saves the checkpoints."""
     keeps_start = False
 
