@@ -11,11 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 from raf._describe import describe, short_repr
+from raf.providers._unicode import valid_unicode
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+Text = Annotated[str, AfterValidator(valid_unicode)]
+"""Text of a message: valid Unicode, every lone surrogate replaced by U+FFFD (as at the
+provider boundary), so no message can poison a session, a request or a checkpoint."""
 
 
 class _Frozen(BaseModel):
@@ -26,7 +31,7 @@ class TextContent(_Frozen):
     """Plain text written by a participant."""
 
     type: Literal["text"] = "text"
-    text: str
+    text: Text
     """The text."""
 
 
@@ -34,7 +39,7 @@ class ReasoningContent(_Frozen):
     """A model's visible reasoning (thinking) text."""
 
     type: Literal["reasoning"] = "reasoning"
-    text: str
+    text: Text
     """The reasoning text."""
 
 
@@ -42,11 +47,11 @@ class ToolCallContent(_Frozen):
     """A model's request to call a tool."""
 
     type: Literal["tool_call"] = "tool_call"
-    call_id: str
+    call_id: Text
     """Identifier pairing the call with its result."""
-    name: str
+    name: Text
     """The tool's name."""
-    arguments: str
+    arguments: Text
     """The arguments as the model wrote them: a JSON object, possibly malformed."""
 
 
@@ -54,9 +59,9 @@ class ToolResultContent(_Frozen):
     """The result of one tool call."""
 
     type: Literal["tool_result"] = "tool_result"
-    call_id: str
+    call_id: Text
     """The call this answers."""
-    result: str
+    result: Text
     """The tool's output as text."""
     is_error: bool = False
     """True when the tool failed or the call was invalid."""
@@ -80,7 +85,7 @@ class ChatMessage(_Frozen):
     """Who speaks: system, user, assistant or tool."""
     contents: list[Content]
     """The parts of the message, in order."""
-    author: str | None = None
+    author: Text | None = None
     """The id of the agent that wrote it, when an agent did."""
 
     @property

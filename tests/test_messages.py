@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -148,3 +150,28 @@ messages = st.builds(
 def test_messages_round_trip_through_json(conversation: list[ChatMessage]) -> None:
     data = message_list_adapter.dump_json(conversation)
     assert message_list_adapter.validate_json(data) == conversation
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda text: ChatMessage.user(text, author=text),
+        lambda text: ChatMessage(role="assistant", contents=[ReasoningContent(text=text)]),
+        lambda text: ChatMessage(
+            role="assistant",
+            contents=[ToolCallContent(call_id=text, name=text, arguments=text)],
+        ),
+        lambda text: ChatMessage.tool_result(text, text),
+        lambda text: ChatMessage.model_validate(
+            {"role": "user", "contents": [{"type": "text", "text": text}]}
+        ),
+    ],
+)
+def test_a_lone_surrogate_in_a_message_becomes_the_replacement_character(build: Any) -> None:
+    message: ChatMessage = build("bad \ud800 text")
+    # Dumping encodes UTF-8, which a lone surrogate would make raise.
+    strings = [v for v in message.model_dump()["contents"][0].values() if isinstance(v, str)]
+    strings = [s for s in strings if s not in ("text", "reasoning", "tool_call", "tool_result")]
+    assert strings and all(s == "bad \ufffd text" for s in strings)
+    assert message.author in (None, "bad \ufffd text")
+    assert ChatMessage.model_validate_json(message.model_dump_json()) == message

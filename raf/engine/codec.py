@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from raf.errors import CheckpointValueError
 from raf.messages import ChatMessage
+from raf.providers._unicode import valid_data, valid_unicode
 from raf.updates import AgentResponse, RequestInfoUpdate, Usage
 
 __all__ = ["decode", "encode", "register_model"]
@@ -62,8 +63,14 @@ def encode(value: Any, where: str, node_id: str | None = None) -> dict[str, Any]
     Raises:
         CheckpointValueError: when `value` (or a part of it) has no JSON form.
     """
-    if value is None or type(value) in (str, int, bool) or _is_json(value):
+    if value is None or type(value) in (int, bool):
         return {"t": "json", "v": value}
+    if type(value) is str:
+        # Text from outside (a run's input, a node's state) may hold a lone surrogate, which
+        # no store can write: it becomes U+FFFD, as in messages and model text.
+        return {"t": "json", "v": valid_unicode(value)}
+    if _is_json(value):
+        return {"t": "json", "v": valid_data(value)}
     if isinstance(value, ChatMessage):
         return {"t": "message", "v": value.model_dump(mode="json")}
     if isinstance(value, AgentResponse):
@@ -84,14 +91,14 @@ def encode(value: Any, where: str, node_id: str | None = None) -> dict[str, Any]
         return {
             "t": "model",
             "cls": _class_path(value, where, node_id),
-            "v": value.model_dump(mode="json"),
+            "v": valid_data(value.model_dump(mode="json")),
         }
     if isinstance(value, list):
         items = cast(list[Any], value)
         if items and all(isinstance(m, ChatMessage) for m in items):
             return {"t": "messages", "v": [m.model_dump(mode="json") for m in items]}
         if _is_json(items):
-            return {"t": "json", "v": items}
+            return {"t": "json", "v": valid_data(items)}
         return {"t": "list", "v": [encode(item, where, node_id) for item in items]}
     if isinstance(value, tuple):
         return {
@@ -101,9 +108,12 @@ def encode(value: Any, where: str, node_id: str | None = None) -> dict[str, Any]
     if isinstance(value, dict):
         mapping = cast(dict[Any, Any], value)
         if _is_json(mapping):
-            return {"t": "json", "v": mapping}
+            return {"t": "json", "v": valid_data(mapping)}
         if all(type(k) is str for k in mapping):
-            return {"t": "dict", "v": {k: encode(v, where, node_id) for k, v in mapping.items()}}
+            return {
+                "t": "dict",
+                "v": {valid_unicode(k): encode(v, where, node_id) for k, v in mapping.items()},
+            }
         return {
             "t": "map",
             "v": [

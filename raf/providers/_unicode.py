@@ -47,15 +47,16 @@ def valid_json_text(text: str) -> str:
         parsed: Any = json.loads(text)
     except ValueError:
         return text
-    cleaned = _clean(parsed)
+    cleaned = valid_data(parsed)
     return text if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False)
 
 
-def _clean(value: Any) -> Any:
+def valid_data(value: Any) -> Any:
+    """JSON data (strings, lists, dicts) with every lone surrogate replaced by U+FFFD."""
     if isinstance(value, str):
         return valid_unicode(value)
     if isinstance(value, list):
-        return [_clean(v) for v in cast(list[Any], value)]
+        return [valid_data(v) for v in cast(list[Any], value)]
     if isinstance(value, dict):
-        return {valid_unicode(k): _clean(v) for k, v in cast(dict[str, Any], value).items()}
+        return {valid_unicode(k): valid_data(v) for k, v in cast(dict[str, Any], value).items()}
     return value

@@ -401,3 +401,22 @@ async def test_a_declared_or_registered_model_comes_back_as_itself() -> None:
     assert decode(data) == Grade(score=3)
     with pytest.raises(TypeError, match="pydantic model class"):
         register_model(dict)  # type: ignore[arg-type]
+
+
+async def test_a_lone_surrogate_in_the_input_of_a_checkpointing_run_is_replaced() -> None:
+    from raf.builders import SequentialBuilder
+    from raf.function_agent import FunctionAgent
+
+    echo = FunctionAgent("echo", lambda messages: messages[-1].text)
+    agent = SequentialBuilder(id="team").add_agent(echo).build().as_agent()
+    store = MemoryCheckpointStore()
+    session = Session(id="s", store=store)
+    response = await agent.run("bad \ud800 input", session).collect()
+    assert response.text == "bad \ufffd input"
+    assert [m.text for m in session.get("team#history")] == ["bad \ufffd input"] * 2
+    assert await store.latest("s") is not None
+    direct = await pipeline(Calls()).run("raw \udfff", Session(id="d", store=store))
+    assert direct.status == "completed"
+    assert [m.text for m in direct.outputs] == [
+        "raw \ufffd>start>left>deep + raw \ufffd>start>right"
+    ]

@@ -179,3 +179,26 @@ def test_models_defined_in_functions_are_refused() -> None:
 def test_unknown_tags_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown tag"):
         decode({"t": "pickle", "v": "..."})
+
+
+class Note(BaseModel):
+    text: str
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("a\ud800b", "a\ufffdb"),
+        (["a\udfff"], ["a\ufffd"]),
+        ({"k\ud800": ["v\ud800"]}, {"k\ufffd": ["v\ufffd"]}),
+        ({"k\ud800": {1, 2}}, {"k\ufffd": {1, 2}}),
+        (("a\ud800",), ("a\ufffd",)),
+        (Note(text="a\ud800"), Note(text="a\ufffd")),
+    ],
+)
+def test_a_lone_surrogate_in_a_value_is_checkpointed_as_the_replacement_character(
+    value: Any, expected: Any
+) -> None:
+    # Encoded as UTF-8, as every store writes it: a lone surrogate would raise here.
+    text = json.dumps(encode(value, "a test value"), ensure_ascii=False).encode()
+    assert decode(json.loads(text)) == expected
