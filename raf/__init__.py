@@ -38,6 +38,7 @@ from raf.errors import RunTimeout as RunTimeout
 from raf.errors import SchemaValidationError as SchemaValidationError
 from raf.errors import SessionBusy as SessionBusy
 from raf.errors import ToolError as ToolError
+from raf.errors import UnknownRequest as UnknownRequest
 from raf.errors import WorkflowError as WorkflowError
 from raf.function_agent import FunctionAgent as FunctionAgent
 from raf.messages import ChatMessage as ChatMessage
@@ -296,6 +297,7 @@ __all__ = [
     "ToolDefinition",
     "ToolError",
     "ToolResultContent",
+    "UnknownRequest",
     "Usage",
     "VoteBuilder",
     "VotePolicy",

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from raf._defaults import new_dict
 from raf._single_writer import OnBusy, claim_session
 from raf.budget import Budget, BudgetTracker
-from raf.errors import AgentError, BudgetExceeded, RunTimeout
+from raf.errors import AgentError, BudgetExceeded, RunTimeout, UnknownRequest
 from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_adapter
 from raf.run import AgentRun as AgentRun
 from raf.run import Emit, RunContext
@@ -298,6 +298,7 @@ class BaseAgent(ABC, Generic[ValueT]):
         key = ctx.key("history")
         history = ctx.session.get_as(key, message_list_adapter)
         conversation = [*history, *messages] if history else messages
+        refuse_stray_results(messages, conversation, [], ctx.path)
         response = await self.invoke(conversation, ctx)
         ctx.session.set(key, [*conversation, *response.messages])
         return response
@@ -305,6 +306,28 @@ class BaseAgent(ABC, Generic[ValueT]):
     @abstractmethod
     async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse[ValueT]:
         """Do the work for `messages` (the whole conversation), emitting through `ctx.emit`."""
+
+
+def refuse_stray_results(
+    messages: Sequence[ChatMessage],
+    conversation: Sequence[ChatMessage],
+    pending: Sequence[str],
+    path: AgentPath,
+) -> None:
+    """Refuse a tool result in a turn's new `messages` that answers neither a `pending`
+    request nor a tool call of `conversation` (a model's API rejects such a `tool` message on
+    every later request, so it must never enter the history).
+
+    Raises:
+        UnknownRequest: naming the id and the pending requests.
+    """
+    results = [c for m in messages for c in m.contents if c.type == "tool_result"]
+    if not results:
+        return
+    known = {*pending, *(call.call_id for m in conversation for call in m.tool_calls)}
+    for result in results:
+        if result.call_id not in known:
+            raise UnknownRequest(result.call_id, list(pending), path=path)
 
 
 async def invoke_agent(
@@ -327,10 +350,15 @@ async def invoke_agent(
 
 
 async def invoke_in_place(
-    agent: BaseAgent, messages: list[ChatMessage], ctx: RunContext, call: str | None = None
+    agent: BaseAgent,
+    messages: list[ChatMessage],
+    ctx: RunContext,
+    call: str | None = None,
+    place: AgentPath | None = None,
 ) -> AgentResponse:
-    """Run raf's `agent` in place as a child of the agent whose context is `ctx`."""
-    child = ctx.child(agent.id, call)
+    """Run raf's `agent` in place as a child of the agent whose context is `ctx` (at `place`,
+    see `RunContext`)."""
+    child = ctx.child(agent.id, call, place)
     try:
         return await agent.invoke(messages, child)
     except AgentError as exc:
@@ -339,7 +367,12 @@ async def invoke_in_place(
 
 
 async def invoke_foreign(
-    agent: IAgent, messages: list[ChatMessage], ctx: RunContext, session: Session | None = None
+    agent: IAgent,
+    messages: list[ChatMessage],
+    ctx: RunContext,
+    session: Session | None = None,
+    *,
+    asks: AgentPath | None = None,
 ) -> AgentResponse:
     """Run an `IAgent` that is not raf's through its public `run()` on `session`.
 
@@ -352,6 +385,7 @@ async def invoke_foreign(
     """
     child_path = (*ctx.path, agent.id)
     prefix = ctx.path
+    asks = ctx.place if asks is None else asks
     emit = ctx.emit
     tracker = ctx.budget
     finals: list[ChatMessage] = []
@@ -365,7 +399,7 @@ async def invoke_foreign(
         async with run as stream:
             async for update in stream:
                 if update.type == "request_info":
-                    rebased = rebase_request(update, prefix)
+                    rebased = rebase_request(update, prefix, asks)
                     asked.append(rebased)
                     ctx.turn.asked.append(rebased.request_id)
                     await emit(rebased)
@@ -406,7 +440,7 @@ async def invoke_foreign(
     if response is None:
         response = AgentResponse(messages=finals, usage=usage)
     if response.status == "waiting":
-        pending = [rebase_request(r, prefix) for r in response.pending] or asked
+        pending = [rebase_request(r, prefix, asks) for r in response.pending] or asked
         return response.model_copy(update={"pending": pending})
     if asked:
         # An agent that streams requests but does not say it waits still waits on them.
@@ -414,14 +448,18 @@ async def invoke_foreign(
     return response
 
 
-def rebase_request(update: RequestInfoUpdate, prefix: AgentPath) -> RequestInfoUpdate:
-    """`update` as seen from `prefix`: its path and its request id start there."""
-    if not prefix:
+def rebase_request(
+    update: RequestInfoUpdate, prefix: AgentPath, asks: AgentPath | None = None
+) -> RequestInfoUpdate:
+    """`update` as seen from `prefix`: its path starts there, and its request id at `asks`
+    (the place of the agent that ran it, `prefix` by default)."""
+    asks = prefix if asks is None else asks
+    if not prefix and not asks:
         return update
     return update.model_copy(
         update={
             "path": prefix + update.path,
-            "request_id": "/".join(prefix) + "/" + update.request_id,
+            "request_id": "/".join((*asks, update.request_id)),
         }
     )
 

@@ -11,6 +11,7 @@
     ├── ProviderError               the model endpoint failed after retries
     ├── ToolError                   a tool could not be defined or called
     ├── SessionBusy                 another run of the session is in progress
+    ├── UnknownRequest              a tool result answers no pending request
     └── CheckpointError(ValueError) a checkpoint cannot be read (truncated, edited, foreign)
         └── CheckpointVersionError  a checkpoint of a format version this raf does not know
     GraphValidationError(ValueError)    a workflow is ill-formed at build time
@@ -143,6 +144,27 @@ class SessionBusy(AgentError):
             path=path,
         )
         self.session_id = session_id
+
+
+class UnknownRequest(AgentError):
+    """A tool message answers a request (or tool call) that is not pending; nothing was run
+    or stored.
+
+    Attributes:
+        request_id: the id the answer names.
+        pending: the ids of the requests that are pending, oldest first.
+    """
+
+    def __init__(self, request_id: str, pending: list[str], *, path: AgentPath = ()) -> None:
+        what = f"the pending requests are {pending}" if pending else "no request is pending"
+        super().__init__(
+            f"the tool result for {request_id!r} answers no pending request or tool call of "
+            f"the conversation ({what}); answer one of those by its id, or send a plain "
+            "message",
+            path=path,
+        )
+        self.request_id = request_id
+        self.pending = pending
 
 
 class CheckpointError(AgentError, ValueError):

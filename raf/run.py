@@ -81,7 +81,9 @@ class RunContext:
     `path` is this agent's path from the agent `run()` was called on; items an agent emits
     carry it. `session` holds state keyed by path; `turn` is shared by the whole run's tree;
     `call` names the workflow node's call that runs this agent, when a checkpointing engine
-    runs it (so a resumed superstep finds the nested run it kept).
+    runs it (so a resumed superstep finds the nested run it kept). `place` is where the
+    agent's requests and waiting state go: its path, with the node's call in it where one
+    agent id runs in several calls of a run (`("outer", "n@0#1", "inner")`).
     """
 
     path: AgentPath
@@ -91,9 +93,17 @@ class RunContext:
     budget: BudgetTracker | None = None
     turn: Turn = field(default_factory=Turn)
     call: str | None = None
+    place: AgentPath = ()
 
-    def child(self, agent_id: str, call: str | None = None) -> RunContext:
-        """The context of a direct child agent `agent_id` (run by the node call `call`)."""
+    def __post_init__(self) -> None:
+        if not self.place:
+            self.place = self.path
+
+    def child(
+        self, agent_id: str, call: str | None = None, place: AgentPath | None = None
+    ) -> RunContext:
+        """The context of a direct child agent `agent_id` (run by the node call `call`, at
+        `place`; below this agent's place by default)."""
         return RunContext(
             self.path + (agent_id,),
             self.session,
@@ -102,12 +112,20 @@ class RunContext:
             self.budget,
             self.turn,
             call,
+            self.place + (agent_id,) if place is None else place,
         )
 
     def with_emit(self, emit: Emit) -> RunContext:
         """The same context sending updates to `emit`."""
         return RunContext(
-            self.path, self.session, self.options, emit, self.budget, self.turn, self.call
+            self.path,
+            self.session,
+            self.options,
+            emit,
+            self.budget,
+            self.turn,
+            self.call,
+            self.place,
         )
 
     def key(self, name: str) -> str:

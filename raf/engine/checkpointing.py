@@ -61,6 +61,11 @@ def encode_state(state: RunState, *, outputs: bool = True) -> dict[str, Any]:
                     "messages": [
                         encode(m, f"the input of node {node!r}", node) for m in s.messages
                     ],
+                    "calls": s.calls,
+                    "replies": [
+                        [name, encode(r, f"a response of an agent node {node!r} ran", node)]
+                        for name, r in s.replies.items()
+                    ],
                 },
             ]
             for node, s in state.suspended.items()
@@ -101,6 +106,7 @@ def encode_state(state: RunState, *, outputs: bool = True) -> dict[str, Any]:
         ]
         if outputs
         else [],
+        "entered": state.entered,
     }
 
 
@@ -110,7 +116,13 @@ def decode_state(data: dict[str, Any]) -> RunState:
         superstep=int(data["next"]),
         pending={node: [decode(m) for m in messages] for node, messages in data["pending"]},
         suspended={
-            node: Suspension(s["superstep"], s["ordinal"], [decode(m) for m in s["messages"]])
+            node: Suspension(
+                s["superstep"],
+                s["ordinal"],
+                [decode(m) for m in s["messages"]],
+                dict(s.get("calls", {})),
+                {name: decode(r) for name, r in s.get("replies", ())},
+            )
             for node, s in data["suspended"]
         },
         fan_in={
@@ -129,6 +141,7 @@ def decode_state(data: dict[str, Any]) -> RunState:
         ],
         answers={rid: decode(value) for rid, value in data["answers"]},
         outputs=[(node, decode(value)) for node, value in data["outputs"]],
+        entered=dict(data.get("entered", {})),
     )
 
 

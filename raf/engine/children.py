@@ -62,13 +62,15 @@ def forget_waiting(session: Session, base: str) -> None:
 
 
 async def invoke_foreign_child(
-    agent: IAgent, messages: list[ChatMessage], ctx: RunContext, prefix: str, fresh: bool
+    agent: IAgent, messages: list[ChatMessage], ctx: RunContext, place: AgentPath, fresh: bool
 ) -> AgentResponse:
-    """Run an agent that is not raf's for a workflow node whose agent context is `ctx`
-    (`prefix`: its path joined, with a trailing `/`, or empty at the top), on the session it
-    keeps while it waits; `fresh` (not a resumed handling) forgets what it kept."""
+    """Run an agent that is not raf's at `place` (see `RunContext`) for a workflow node whose
+    agent context is `ctx`, on the session it keeps while it waits; `fresh` (not a resumed
+    handling) forgets what it kept."""
     session = ctx.session
-    base = prefix + agent.id
+    base = "/".join(place)
+    asks = place[:-1]
+    prefix = "/".join(asks) + "/" if asks else ""
     key = base + FOREIGN
     kept = session.get(key)
     if fresh and kept is not None:
@@ -76,7 +78,7 @@ async def invoke_foreign_child(
         kept = None
     if kept is None:
         own = Session(store=session.store)
-        response = await invoke_foreign(agent, messages, ctx, own)
+        response = await invoke_foreign(agent, messages, ctx, own, asks=asks)
     else:
         data = cast(dict[str, Any], kept)
         own = Session.from_json(str(data["session"]), store=session.store)
@@ -91,7 +93,7 @@ async def invoke_foreign_child(
             for rid in cast(list[str], data["requests"])
             if rid in answers
         ]
-        response = await invoke_foreign(agent, replies, ctx, own)
+        response = await invoke_foreign(agent, replies, ctx, own, asks=asks)
     if response.status == "waiting":
         requests = [r.request_id for r in response.pending]
         session.set(key, {"session": own.to_json(), "requests": requests})

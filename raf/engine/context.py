@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from raf.agent import BaseAgent, default_options, invoke_in_place
-from raf.engine.children import WAITING, forget_waiting, invoke_foreign_child
+from raf.engine.children import FOREIGN, WAITING, forget_waiting, invoke_foreign_child
 from raf.engine.codec import encode
 from raf.engine.edges import Outbox
 from raf.engine.events import NodeStreaming, WorkflowOutput
 from raf.engine.state import PendingRequest, Suspension
+from raf.errors import AgentError
 from raf.messages import ChatMessage
 from raf.run import RunContext
 from raf.session import Session
@@ -44,12 +45,14 @@ class NodeWork:
 
     __slots__ = (
         "calls",
+        "kept",
         "messages",
         "node_id",
         "ordinal",
         "outbox",
         "outputs",
         "produced",
+        "replies",
         "requests",
         "resuming",
         "runner",
@@ -64,7 +67,7 @@ class NodeWork:
         messages: list[Any],
         superstep: int,
         ordinal: int,
-        resuming: bool,
+        resumed: Suspension | None,
     ) -> None:
         self.runner = runner
         self.node_id = node_id
@@ -72,8 +75,14 @@ class NodeWork:
         self.superstep = superstep
         self.ordinal = ordinal
         """Ordinal of the node's next `request_info` call in this superstep."""
-        self.resuming = resuming
+        self.resuming = resumed is not None
         """True while re-running a handling that waited for answers."""
+        self.kept: dict[str, AgentResponse] = {} if resumed is None else dict(resumed.replies)
+        """Responses of the calls the re-run handling made before it waited, by call name and
+        agent id."""
+        self.replies: dict[str, AgentResponse] = {}
+        """Responses of the calls that continued a wait and completed in the current handling,
+        likewise."""
         self.outbox: Outbox = []
         """What the node sent, delivered at the end of the superstep."""
         self.outputs: list[tuple[str, Any]] = []
@@ -84,8 +93,8 @@ class NodeWork:
         """Requests of the suspended handling."""
         self.suspension: Suspension | None = None
         """Set when a handling waits for answers."""
-        self.calls = 0
-        """Agents invoked so far in this superstep (names each call for checkpoints)."""
+        self.calls: dict[str, int] = {} if resumed is None else dict(resumed.calls)
+        """Calls made so far in this superstep, per agent id (each call is named by it)."""
 
 
 class NodeContext:
@@ -224,7 +233,7 @@ class NodeContext:
         """
         work = self._work
         runner = work.runner
-        request_id = f"{runner.prefix}{work.node_id}@{work.superstep}#{work.ordinal}"
+        request_id = f"{runner.asks}{work.node_id}@{work.superstep}#{work.ordinal}"
         work.ordinal += 1
         answers = runner.state.answers
         if request_id in answers:
@@ -247,24 +256,38 @@ class NodeContext:
         context = self.run_context
         work = self._work
         runner = work.runner
+        # Named like a request id, so the same call gets the same name when a resume re-runs
+        # this superstep: its requests, and the states it keeps, are found again.
+        count = work.calls.get(agent.id, 0)
+        work.calls[agent.id] = count + 1
+        name = f"{work.node_id}@{work.superstep}#{count}"
+        place = context.place + self._segment(agent.id, name)
+        reply = f"{name}/{agent.id}"
+        kept = work.kept.pop(reply, None) if work.resuming else None
+        if kept is not None:
+            # It completed before the handling waited: steps that completed never run again.
+            work.replies[reply] = kept
+            return kept
         call: str | None = None
         engine = context.turn.engine
         if engine is not None and engine.checkpoints:
-            # Named like a request id: the same call gets the same name when a resume re-runs
-            # this superstep, so a nested workflow agent finds the state it kept for it.
-            call = f"{work.node_id}@{work.superstep}#{work.calls}"
-            work.calls += 1
-            if runner.call is not None:
-                call = f"{runner.call}/{call}"
-        prefix = runner.prefix
+            call = name if runner.call is None else f"{runner.call}/{name}"
+        base = "/".join(place)
+        session = context.session
+        # A call that continues a wait of an earlier turn cannot run again once it completed
+        # (its waiting state is spent): its response is kept while the handling waits.
+        continues = work.resuming and (
+            session.get(base + WAITING) is not None or session.get(base + FOREIGN) is not None
+        )
         if isinstance(agent, BaseAgent):
-            if not work.resuming and context.session.get(prefix + agent.id + WAITING) is not None:
+            if not work.resuming and context.session.get(base + WAITING) is not None:
                 # A fresh call: what the agent kept from an earlier wait is stale.
-                forget_waiting(context.session, prefix + agent.id)
-            response = await invoke_in_place(cast("BaseAgent[Any]", agent), messages, context, call)
+                forget_waiting(context.session, base)
+            agent = cast("BaseAgent[Any]", agent)
+            response = await invoke_in_place(agent, messages, context, call, place)
         else:
             response = await invoke_foreign_child(
-                agent, messages, context, prefix, fresh=not work.resuming
+                agent, messages, context, place, fresh=not work.resuming
             )
         # The run's usage is counted here, once per agent call, whatever the node does with
         # the response (a nested workflow's response already sums its own tree).
@@ -273,10 +296,35 @@ class NodeContext:
         runner.output_tokens += usage.output_tokens
         work.produced.extend(response.messages)
         if response.status == "waiting":
+            if not response.pending:
+                path = "/".join((*context.path, agent.id))
+                raise AgentError(
+                    f"agent {path!r} ended its turn waiting but names no pending request, so "
+                    "no answer could ever resume it; an agent that waits lists the requests "
+                    "it waits on in its response's `pending`",
+                    path=(*context.path, agent.id),
+                )
             raise Suspended(
                 [(r.request_id, r.payload, r.path) for r in response.pending], forwarded=True
             )
+        if continues:
+            work.replies[reply] = response
         return response
+
+    def _segment(self, agent_id: str, name: str) -> AgentPath:
+        """Where call `name` of agent `agent_id` sits below this workflow, in request ids and
+        the agent's waiting state: its plain id for the first call of an agent this node
+        declares (the agent of an agent node, say), else the call and then the id, so every
+        call asks with its own ids."""
+        work = self._work
+        runner = work.runner
+        node = work.node_id
+        declared = agent_id == node or any(
+            a.id == agent_id for a in runner.workflow.executors[node].agents()
+        )
+        if declared and runner.state.entered.setdefault(agent_id, name) == name:
+            return (agent_id,)
+        return (name, agent_id)
 
     async def _stream(self, update: AgentUpdate) -> None:
         await self._work.runner.sink(NodeStreaming(self._work.node_id, update))

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from raf._defaults import new_list
+from raf.agent import refuse_stray_results
 from raf.engine.checkpointing import decode_state, encode_state, save_checkpoint
 from raf.engine.children import FOREIGN, RUNNING, WAITING, key_of, text_of
 from raf.engine.codec import decode, encode
@@ -107,9 +108,9 @@ class Waiting:
         )
 
 
-def load_waiting(session: Session, path: AgentPath, workflow: Workflow) -> Waiting | None:
-    """The waiting state the agent at `path` (running `workflow`) keeps, or None."""
-    kept = session.get(key_of(path, WAITING))
+def load_waiting(session: Session, place: AgentPath, workflow: Workflow) -> Waiting | None:
+    """The waiting state the agent at `place` (running `workflow`) keeps, or None."""
+    kept = session.get(key_of(place, WAITING))
     if kept is None:
         return None
     workflow.declare_models()
@@ -359,7 +360,7 @@ async def run_as_agent(
     path = ctx.path
     turn = ctx.turn
     engine = turn.engine
-    waiting = load_waiting(session, path, workflow)
+    waiting = load_waiting(session, ctx.place, workflow)
     nested: NestedRun | None = None
     state: RunState | None = None
     if engine is not None and engine.checkpoints and ctx.call is not None:
@@ -402,12 +403,12 @@ async def run_as_agent(
     if status == "waiting":
         order = [*(waiting.order if waiting is not None else ()), *turn.asked]
         kept = Waiting(state, order, waiting.recorded if waiting is not None else [])
-        session.set(key_of(path, WAITING), kept.to_json())
+        session.set(key_of(ctx.place, WAITING), kept.to_json())
         return AgentResponse(
             messages=list(runner.produced), usage=usage, status="waiting", pending=kept.pending()
         )
     if waiting is not None:
-        session.pop(key_of(path, WAITING))
+        session.pop(key_of(ctx.place, WAITING))
     return _response(state, usage)
 
 
@@ -425,22 +426,48 @@ async def root_turn(
     history_key = ctx.key("history")
     history = session.get_as(history_key, message_list_adapter) or []
     waiting = load_waiting(session, ctx.path, workflow)
+    pending = waiting.open_ids() if waiting is not None else []
+    refuse_stray_results(messages, [*history, *messages], pending, ctx.path)
     entered = messages
     recorded: list[ChatMessage] = []
     if waiting is not None:
-        answers = answers_from(messages, waiting.open_ids())
+        answers = answers_from(messages, pending)
         ctx.turn.answers.update(answers)
         entered = _as_history(messages, answers)
         recorded = waiting.recorded
     conversation = [*history, *entered]
     record = TurnRecord(ctx.path, len(history), entered, recorded)
-    response = await run_as_agent(workflow, conversation, ctx, sink, record=record)
+    kept = _engine_states(session, ctx.path)
+    try:
+        response = await run_as_agent(workflow, conversation, ctx, sink, record=record)
+    except BaseException:
+        # A failed or cancelled turn never happened: every level that waited waits again,
+        # on the same requests, so the next turn can answer them.
+        _restore_engine_states(session, ctx.path, kept)
+        raise
     _write_turn(
         session, ctx.path, workflow, conversation, recorded, response.messages, response.status
     )
     # A waiting turn answers with what its agents produced so far; the turn that completes
     # the chain with the whole answer, as an uninterrupted turn would.
     return response
+
+
+def _engine_states(session: Session, path: AgentPath) -> dict[str, Any]:
+    """What the engine keeps in `session` for the agent at `path` and every agent in it."""
+    base = "/".join(path)
+    keys = [base + suffix for suffix in _ENGINE_KEYS]
+    keys += [key for key in session.keys(base + "/") if key.endswith(_ENGINE_KEYS)]
+    return {key: session.get(key) for key in keys if session.get(key) is not None}
+
+
+def _restore_engine_states(session: Session, path: AgentPath, kept: dict[str, Any]) -> None:
+    """Put back what `_engine_states` found (values are replaced, never changed in place)."""
+    for key in _engine_states(session, path):
+        if key not in kept:
+            session.pop(key)
+    for key, value in kept.items():
+        session.set(key, value)
 
 
 def _write_turn(

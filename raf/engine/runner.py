@@ -78,8 +78,8 @@ class _AsEvents:
 _YIELD_EVERY = 0.005
 """Seconds of supersteps without a scheduling point before the runner yields to the loop."""
 
-_Job = tuple[str, list[Any], int, int, bool]
-"""(node id, messages, superstep, first request ordinal, resuming)"""
+_Job = tuple[str, list[Any], int, int, Suspension | None]
+"""(node id, messages, superstep, first request ordinal, the suspension a re-run resumes)"""
 
 
 class Progress(Protocol):
@@ -117,6 +117,7 @@ class Runner:
         "_scope",
         "_yielded",
         "agent_context",
+        "asks",
         "call",
         "completed",
         "failure",
@@ -163,6 +164,9 @@ class Runner:
         self.session = session
         self.scope = scope
         self.prefix = "/".join(scope) + "/" if scope else ""
+        place = scope if agent_context is None else agent_context.place
+        self.asks = "/".join(place) + "/" if place else ""
+        """Prefix of the run's request ids: its place (see `RunContext`), joined."""
         self.agent_context = agent_context
         self.turn: Turn = (
             agent_context.turn
@@ -206,10 +210,10 @@ class Runner:
             if keeps_start:
                 # Nothing below changes these until the superstep's nodes are done.
                 self.start = RunState(
-                    index, batch, {}, state.fan_in, [], state.answers, state.outputs
+                    index, batch, {}, state.fan_in, [], state.answers, state.outputs, state.entered
                 )
             jobs: list[_Job] = [
-                (node, messages, index, 0, False) for node, messages in batch.items()
+                (node, messages, index, 0, None) for node, messages in batch.items()
             ]
             status = await self._superstep(index, jobs)
             if status is not None:
@@ -242,6 +246,7 @@ class Runner:
                 requests,
                 answers,
                 state.outputs,
+                state.entered,
             )
         unanswered = {r.node_id for r in requests if r.request_id not in answers}
         state.suspended = {n: s for n, s in suspended.items() if n in unanswered}
@@ -253,7 +258,7 @@ class Runner:
         shared = self.turn.answers
         for request_id, value in answers.items():
             shared.setdefault(request_id, value)
-        jobs: list[_Job] = [(n, s.messages, s.superstep, s.ordinal, True) for n, s in ready]
+        jobs: list[_Job] = [(n, s.messages, s.superstep, s.ordinal, s) for n, s in ready]
         status = await self._superstep(max(s.superstep for _, s in ready), jobs, resumed=True)
         if not state.suspended:
             answers.clear()
@@ -303,6 +308,9 @@ class Runner:
             if work.suspension is not None:
                 state.suspended[work.node_id] = work.suspension
                 state.requests.extend(work.requests)
+                for request in work.requests:
+                    # Asked again (a nested agent that did not take the answer): open again.
+                    state.answers.pop(request.request_id, None)
             if work.outbox:
                 self._deliver(work.node_id, work.outbox, touched)
         if touched:
@@ -336,11 +344,11 @@ class Runner:
         messages: list[Any],
         superstep: int,
         ordinal: int,
-        resuming: bool,
+        resumed: Suspension | None,
         work: NodeWork | None = None,
     ) -> NodeWork:
         if work is None:
-            work = NodeWork(self, node_id, messages, superstep, ordinal, resuming)
+            work = NodeWork(self, node_id, messages, superstep, ordinal, resumed)
         executor = self.workflow.executors[node_id]
         ctx = NodeContext(work)
         outbox = work.outbox
@@ -350,6 +358,8 @@ class Runner:
             sent = len(outbox)
             yielded = len(outputs)
             first_ordinal = work.ordinal
+            first_calls = dict(work.calls)
+            work.replies = {}
             try:
                 output = await executor.handle(message, ctx)
             except Suspended as suspended:
@@ -371,7 +381,9 @@ class Runner:
             # The handling waits: drop what it sent and yielded; it re-runs on resume.
             del outbox[sent:]
             del outputs[yielded:]
-            work.suspension = Suspension(superstep, first_ordinal, messages[position:])
+            work.suspension = Suspension(
+                superstep, first_ordinal, messages[position:], first_calls, work.replies
+            )
             work.requests = [
                 PendingRequest(request_id, node_id, payload, wait.forwarded, path)
                 for wait in waits

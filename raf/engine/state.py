@@ -27,6 +27,13 @@ class Suspension:
     """The node's request ordinal when the suspended handling began."""
     messages: list[Any]
     """The suspended message and the ones the node had not handled yet."""
+    calls: dict[str, int] = field(default_factory=new_dict)
+    """The node's agent calls in the superstep before the suspended handling, per agent id
+    (so a re-run names its calls as the first run did)."""
+    replies: dict[str, Any] = field(default_factory=new_dict)
+    """The responses of the agent calls of the handling that continued a wait and completed,
+    by call name and agent id (`"{node}@{superstep}#{n}/{agent}"`): a re-run gets them back
+    instead of running those agents afresh."""
 
 
 @dataclass(slots=True)
@@ -60,6 +67,9 @@ class RunState:
     """Answers to requests of suspended handlings, by request id."""
     outputs: list[tuple[str, Any]] = field(default_factory=new_list)
     """`(node id, value)` of every output yielded so far."""
+    entered: dict[str, str] = field(default_factory=new_dict)
+    """The first call (`"{node}@{superstep}#{n}"`) that ran each agent id a node declares;
+    only that call's requests and kept states go by the agent's plain path."""
 
     @classmethod
     def start(cls, node_id: str, message: Any) -> RunState:

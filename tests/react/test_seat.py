@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from raf.adapters import ThreadContext, agent_to_adapter, create_llm_adapter, create_react_adapter
 from raf.builders import ConcurrentBuilder, SequentialBuilder
+from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.function_agent import FunctionAgent
 from raf.messages import ChatMessage
 from raf.providers.openai import OpenAIProvider, create_client
@@ -276,7 +277,15 @@ async def test_a_typed_answer_to_a_request_never_goes_out_as_a_tool_message() ->
         ChatMessage.tool_result("trip/gate@0#0", '{"approved": true}'),
     ]
     async with _served() as (server, provider):
-        await _agent(provider, "planner", "Plan.").run(history).collect()
+        planner = _agent(provider, "planner", "Plan.")
+
+        async def plan(message: Any, ctx: NodeContext) -> None:
+            # A node may hand an agent any conversation (a run's own input refuses an answer
+            # to no pending request: UnknownRequest).
+            await ctx.invoke_agent(planner, history)
+
+        trip = WorkflowBuilder("trip").add_executor(FunctionExecutor("plan", plan))
+        await trip.set_start("plan").build().as_agent().run("go").collect()
     (request,) = server.requests
     assert request.body["messages"][1:] == [
         {"role": "user", "content": "Book it?"},
