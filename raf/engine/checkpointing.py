@@ -10,6 +10,7 @@ across a resume. Version 1 (session values as untagged JSON) is still read. A wa
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATA_VERSION",
+    "DECODING_ERRORS",
     "READ_VERSIONS",
+    "damaged",
     "decode_state",
     "encode_state",
     "read_checkpoint",
@@ -211,7 +214,7 @@ async def save_checkpoint(
 
 
 def read_checkpoint(
-    checkpoint: Checkpoint, *, workflow_id: str, fingerprint: str
+    checkpoint: Checkpoint, *, workflow_id: str, fingerprint: str, nodes: Collection[str]
 ) -> tuple[RunState, tuple[str, ...], dict[str, Any]]:
     """The run state, scope and session values of `checkpoint`.
 
@@ -243,16 +246,43 @@ def read_checkpoint(
         scope = tuple(str(part) for part in cast(list[Any], data["scope"]))
         session = restore_snapshot(cast(dict[str, Any], data["session"]), cast(int, version))
         state = decode_state(data)
+        _check_nodes(state, nodes)
     except CheckpointError:
         raise
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        raise CheckpointError(
-            f"checkpoint {checkpoint.id!r} of workflow {workflow_id!r} cannot be read: "
-            f"{_what(exc)}; it was truncated or edited after raf wrote it (resume from "
-            "another checkpoint: `await store.list(session_id)` lists them)",
-            checkpoint_id=checkpoint.id,
-        ) from exc
+    except DECODING_ERRORS as exc:
+        raise damaged(checkpoint.id, workflow_id, exc) from exc
     return state, scope, session
+
+
+DECODING_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+"""What decoding edited checkpoint data may raise (each becomes a `CheckpointError`)."""
+
+
+def damaged(checkpoint_id: str, workflow_id: str, exc: BaseException) -> CheckpointError:
+    """The `CheckpointError` for checkpoint data that decoding failed on with `exc`."""
+    return CheckpointError(
+        f"checkpoint {checkpoint_id!r} of workflow {workflow_id!r} cannot be read: "
+        f"{_what(exc)}; it was truncated or edited after raf wrote it (resume from "
+        "another checkpoint: `await store.list(session_id)` lists them)",
+        checkpoint_id=checkpoint_id,
+    )
+
+
+def _check_nodes(state: RunState, nodes: Collection[str]) -> None:
+    """Refuse node ids the workflow does not have, and request ids that are not text (a
+    checkpoint edited by hand)."""
+    named = [
+        *state.pending,
+        *state.suspended,
+        *(r.node_id for r in state.requests),
+        *(node for node, _ in state.outputs),
+        *(src for buffers in state.fan_in.values() for src in buffers),
+    ]
+    if not all(type(r.request_id) is str for r in state.requests):
+        raise ValueError("a request id is not a string")
+    unknown = sorted({str(node) for node in named if type(node) is not str or node not in nodes})
+    if unknown:
+        raise ValueError(f"it names nodes {unknown}, which the workflow does not have")
 
 
 def _what(exc: BaseException) -> str:

@@ -206,13 +206,31 @@ class TurnRecord:
     def from_json(cls, data: Any) -> tuple[TurnRecord, list[ChatMessage]]:
         """The record and the produced messages that `to_json` wrote."""
         kept = cast(dict[str, Any], data)
+        path: Any = kept["path"]
+        base: Any = kept["base"]
+        if not isinstance(path, list) or not path or type(base) is not int or base < 0:
+            raise ValueError("the turn record's path or base is not what raf writes")
         record = cls(
-            tuple(str(p) for p in cast(list[Any], kept["path"])),
-            int(kept["base"]),
-            cast(list[ChatMessage], decode(kept["entered"])),
-            cast(list[ChatMessage], decode(kept["recorded"])),
+            tuple(str(p) for p in cast(list[Any], path)),
+            base,
+            _messages(kept["entered"]),
+            _messages(kept["recorded"]),
         )
-        return record, cast(list[ChatMessage], decode(kept["produced"]))
+        return record, _messages(kept["produced"])
+
+
+def _messages(data: Any) -> list[ChatMessage]:
+    """Messages `encode` wrote (an empty list too).
+
+    Raises:
+        TypeError: when `data` holds anything else.
+    """
+    value: object = decode(cast(dict[str, Any], data))
+    kind = type(value).__name__
+    items: list[Any] = cast(list[Any], value) if isinstance(value, list) else []
+    if items is not value or not all(isinstance(m, ChatMessage) for m in items):
+        raise TypeError(f"expected a list of messages, found {kind}")
+    return cast(list[ChatMessage], items)
 
 
 class RootRun:
@@ -550,6 +568,26 @@ def finish_resumed_turn(
         session.pop(key_of(record.path, WAITING))
         messages = _response(state, Usage()).messages
     _write_turn(session, record.path, workflow, written, recorded, messages, status)
+
+
+def check_kept_states(snapshot: dict[str, Any]) -> None:
+    """Decode every state the engine kept in a checkpoint's session values (waiting levels,
+    nested runs, agents that are not raf's), so a damaged one is refused before the run.
+
+    Raises:
+        KeyError, TypeError, ValueError: naming what is wrong.
+    """
+    for key, value in snapshot.items():
+        if key.endswith(WAITING):
+            Waiting.from_json(value)
+        elif key.endswith(RUNNING):
+            for kept in cast(dict[str, Any], value).values():
+                decode_state(cast(dict[str, Any], kept)["state"])
+        elif key.endswith(FOREIGN):
+            kept = cast(dict[str, Any], value)
+            Session.from_json(str(kept["session"]))
+            if not isinstance(kept["requests"], list):
+                raise TypeError(f"the requests kept under {key!r} are not a list")
 
 
 def restore_session(session: Session, snapshot: dict[str, Any], scope: AgentPath) -> None:

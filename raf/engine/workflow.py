@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from raf._single_writer import OnBusy, holding
-from raf.engine.checkpointing import read_checkpoint
+from raf.engine.checkpointing import DECODING_ERRORS, damaged, read_checkpoint
 from raf.engine.edges import Edge, Route
 from raf.engine.events import CheckpointSaved, RequestInfo, WorkflowEvent, WorkflowFailed
 from raf.engine.executors import Executor
@@ -367,7 +367,7 @@ class Workflow:
         self.declare_models()
         checkpoint = await store.load(checkpoint_id)
         state, scope, snapshot = read_checkpoint(
-            checkpoint, workflow_id=self._id, fingerprint=self._fingerprint
+            checkpoint, workflow_id=self._id, fingerprint=self._fingerprint, nodes=self._executors
         )
         unknown = state.answer(dict(responses or {}))
         if unknown:
@@ -399,13 +399,18 @@ class Workflow:
             RootRun,
             TurnRecord,
             answer_messages,
+            check_kept_states,
             finish_resumed_turn,
             restore_session,
         )
 
-        restore_session(session, snapshot, scope)
         data = checkpoint.data.get("turn")
-        turn_data = None if data is None else TurnRecord.from_json(data)
+        try:
+            turn_data = None if data is None else TurnRecord.from_json(data)
+            check_kept_states(snapshot)
+        except DECODING_ERRORS as exc:
+            raise damaged(checkpoint.id, self._id, exc) from exc
+        restore_session(session, snapshot, scope)
         root = RootRun(session, None if turn_data is None else turn_data[0])
         answers = answer_messages(state, responses or {})
         turn = Turn(answers=dict(state.answers), engine=root)
