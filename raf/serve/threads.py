@@ -1,9 +1,11 @@
 """`Threads`: AG-UI threads as raf sessions, kept in a store's event log so they outlive the server.
 
 A thread is one `Session` (its id is the thread id) plus the ids of the AG-UI messages it has
-taken in or produced. Each save appends the session's JSON (`Session.to_json()`) to the store's
-content store and an event of kind `raf.serve.thread` to its log; opening a thread reads the
-newest. A run holds its thread (`Threads.hold`) through the store's session locks, loads it
+taken in or produced. Each save writes the session's state as a checkpoint of the session id
+`thread:ID` (whose data the store cuts into parts kept once each, so a save writes only what
+the turn added); its first save also writes an event of kind `raf.serve.thread` to the log,
+by which threads are listed; opening a thread reads the newest such checkpoint (or, for a thread saved by an
+earlier raf, the session JSON its newest event names). A run holds its thread (`Threads.hold`) through the store's session locks, loads it
 then, and saves it before letting go: so several server workers on one database serve one
 thread in turn, each from the state the one before saved, and a second run while one holds the
 thread gets `SessionBusy`. Nothing of a thread stays in memory between runs.
@@ -29,7 +31,7 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from raf._defaults import new_list, new_set
 from raf.errors import SessionBusy
 from raf.session import Session
-from raf.stores import CheckpointStore, EventLog, StoredEvent, new_id
+from raf.stores import Checkpoint, CheckpointStore, EventLog, StoredEvent, new_id
 from raf.stores._session_locks import SessionLocks
 from raf.stores.base import SessionLocking
 
@@ -52,8 +54,22 @@ class ThreadStore(CheckpointStore, EventLog, Protocol):
     """A store that checkpoints runs and keeps an event log (every store of `raf.stores`)."""
 
 
+class _State(BaseModel):
+    """What one save of a thread keeps as its checkpoint's data."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["raf.serve.thread"] = "raf.serve.thread"
+    version: Literal[2] = 2
+    """Format version."""
+    state: dict[str, Any]
+    """`Session.snapshot()` of the thread's session."""
+    seen: list[str] = Field(default_factory=new_list)
+    """AG-UI message ids the thread has taken in or produced."""
+
+
 class _Saved(BaseModel):
-    """What one save of a thread writes to the content store."""
+    """What one save of a thread wrote to the content store, before threads were checkpoints."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -75,6 +91,8 @@ class Thread:
     seen: set[str] = field(default_factory=new_set)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Held while the thread is saved, so saves land in order."""
+    listed: bool = False
+    """Whether the store's log has the thread's event (written by its first save)."""
 
 
 class Threads:
@@ -118,26 +136,49 @@ class Threads:
     async def save(self, thread: Thread) -> None:
         """Write the thread's session and seen ids as its newest state."""
         async with thread.lock:
-            saved = _Saved(session=thread.session.to_json(), seen=sorted(thread.seen))
-            digest = await self.store.put(saved.model_dump_json().encode())
-            await self.store.append(
-                StoredEvent(
-                    id=new_id(),
-                    occurred_at=datetime.now(UTC),
-                    kind=THREAD_EVENT,
-                    key=_key(thread.id),
-                    hash=digest,
+            saved = _State(state=thread.session.snapshot(), seen=sorted(thread.seen))
+            checkpoint_id = new_id()
+            await self.store.save(
+                Checkpoint(
+                    id=checkpoint_id,
+                    session_id=_key(thread.id),
+                    workflow_id=THREAD_EVENT,
+                    superstep=0,
+                    created_at=datetime.now(UTC),
+                    data=saved.model_dump(mode="json"),
                 )
             )
+            if not thread.listed:
+                await self.store.append(
+                    StoredEvent(
+                        id=new_id(),
+                        occurred_at=datetime.now(UTC),
+                        kind=THREAD_EVENT,
+                        key=_key(thread.id),
+                        meta={"checkpoint": checkpoint_id},
+                    )
+                )
+                thread.listed = True
 
     async def _load(self, thread_id: str) -> Thread:
+        checkpoint_id = await self.store.latest(_key(thread_id))
+        if checkpoint_id is not None:
+            checkpoint = await self.store.load(checkpoint_id)
+            saved = _State.model_validate(checkpoint.data)
+            session = Session(thread_id, store=self.store)
+            session.restore(saved.state)
+            return Thread(thread_id, session, set(saved.seen), listed=True)
+        return await self._load_earlier(thread_id)
+
+    async def _load_earlier(self, thread_id: str) -> Thread:
+        """A thread as an earlier raf saved it (its whole session JSON, named by its event)."""
         events = [e for e in await self.store.events(key=_key(thread_id)) if e.kind == THREAD_EVENT]
         if not events or events[-1].hash is None:
             return Thread(thread_id, Session(thread_id, store=self.store))
         raw = await self.store.get(events[-1].hash)
         saved = _Saved.model_validate_json(raw)
         session = Session.from_json(saved.session, store=self.store)
-        return Thread(thread_id, session, set(saved.seen))
+        return Thread(thread_id, session, set(saved.seen), listed=True)
 
 
 def check_thread_id(thread_id: str) -> str:

@@ -65,7 +65,10 @@ class Queries:
         )
         self.set_schema_version = sql.SQL(
             "INSERT INTO {} (key, value) VALUES ('schema_version', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
         ).format(meta)
+        self.all_checkpoint_ids = sql.SQL("SELECT id FROM {}").format(checkpoints)
+        self.set_data = sql.SQL("UPDATE {} SET data = %s::json WHERE id = %s").format(checkpoints)
 
         self.save = sql.SQL(
             "INSERT INTO {} (id, session_id, workflow_id, superstep, created_at, version, data)"
@@ -74,7 +77,10 @@ class Queries:
             " workflow_id = excluded.workflow_id, superstep = excluded.superstep,"
             " created_at = excluded.created_at, version = excluded.version, data = excluded.data"
         ).format(checkpoints)
-        self.load = sql.SQL("SELECT version, data::text FROM {} WHERE id = %s").format(checkpoints)
+        self.load = sql.SQL(
+            "SELECT id, session_id, workflow_id, superstep, created_at, version, data::text"
+            " FROM {} WHERE id = %s"
+        ).format(checkpoints)
         self.latest = sql.SQL(
             "SELECT id FROM {} WHERE session_id = %s ORDER BY id DESC LIMIT 1"
         ).format(checkpoints)
@@ -95,3 +101,4 @@ class Queries:
             "INSERT INTO {} (hash, content) VALUES (%s, %s) ON CONFLICT (hash) DO NOTHING"
         ).format(objects)
         self.get = sql.SQL("SELECT content FROM {} WHERE hash = %s").format(objects)
+        self.get_many = sql.SQL("SELECT hash, content FROM {} WHERE hash = ANY(%s)").format(objects)

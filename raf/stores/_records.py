@@ -8,21 +8,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import pydantic_core
 from pydantic import ValidationError
 
 from raf.errors import CheckpointError, CheckpointVersionError
+from raf.stores._parts import DamagedParts, Fetch, join, split
 from raf.stores.base import SUPPORTED_CHECKPOINT_VERSIONS, Checkpoint, StoredEvent
 
-SCHEMA_VERSION = 1
-"""Version of the table layout; a database written by a newer layout is refused."""
+SCHEMA_VERSION = 2
+"""Version of the table layout (2: checkpoint data cut into content-addressed parts); a
+database of layout 1 is migrated when opened, one written by a newer layout is refused."""
+MIGRATED_FROM = frozenset({1})
+"""Layouts a store migrates to `SCHEMA_VERSION` when it opens them."""
 
 
-def encode_checkpoint(checkpoint: Checkpoint) -> str:
-    """The JSON text stored for `checkpoint`, after checking its version and names."""
+def split_checkpoint(checkpoint: Checkpoint) -> tuple[str, dict[str, bytes]]:
+    """The JSON text stored for `checkpoint` (its data's root) and its data's parts, after
+    checking its version and names."""
     check_version(checkpoint.id, checkpoint.version)
     _check_text(
         "checkpoint",
@@ -30,7 +36,80 @@ def encode_checkpoint(checkpoint: Checkpoint) -> str:
         session_id=checkpoint.session_id,
         workflow_id=checkpoint.workflow_id,
     )
-    return checkpoint.model_dump_json()
+    parts = split(pydantic_core.to_jsonable_python(checkpoint.data))
+    # The row's columns hold the rest of the checkpoint. ASCII: the root is small, and
+    # escaping keeps any lone surrogate storable everywhere.
+    head = {
+        "version": checkpoint.version,
+        # As given (naive, or with its offset): it loads back exactly; the column is UTC.
+        "created_at": checkpoint.model_dump(mode="json", include={"created_at"})["created_at"],
+        "data": parts.root,
+    }
+    return json.dumps(head, separators=(",", ":")), parts.objects
+
+
+async def join_checkpoint(row: Sequence[Any], fetch: Fetch) -> Checkpoint:
+    """The checkpoint stored as `row` (its columns in `CHECKPOINT_COLUMNS` order, the last
+    the text `split_checkpoint` wrote), its parts read with `fetch`.
+
+    Raises:
+        CheckpointVersionError: for a version this raf does not know.
+        CheckpointError: naming the checkpoint, when its stored text or parts are not a
+            checkpoint's (truncated, edited, or parts missing).
+    """
+    checkpoint_id, session_id, workflow_id, superstep, created_at, version, text = row
+    check_version(checkpoint_id, version)
+    try:
+        head: Any = json.loads(text)
+    except ValueError as exc:
+        raise _damaged(checkpoint_id, f"its text is not JSON ({exc})") from exc
+    if not isinstance(head, dict):
+        raise _damaged(checkpoint_id, "its text is not a JSON object")
+    fields = cast(dict[str, Any], head)
+    if fields.get("version", version) != version:
+        raise _damaged(
+            checkpoint_id,
+            f"its JSON says version {fields.get('version')!r} but it was stored as version "
+            f"{version}",
+        )
+    try:
+        data = await join(fields.get("data", {}), fetch)
+    except DamagedParts as exc:
+        raise _damaged(checkpoint_id, f"its data cannot be put together: {exc}") from exc
+    moment = fields.get("created_at", created_at)
+    try:
+        return Checkpoint.model_validate(
+            {
+                "version": version,
+                "id": checkpoint_id,
+                "session_id": session_id,
+                "workflow_id": workflow_id,
+                "superstep": superstep,
+                "created_at": moment,
+                "data": data,
+            }
+        )
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "the text"
+        raise _damaged(checkpoint_id, f"{where}: {problem['msg']}") from exc
+
+
+def _damaged(checkpoint_id: str, problem: str) -> CheckpointError:
+    return CheckpointError(
+        f"checkpoint {checkpoint_id!r} cannot be read: {problem}; it was truncated or edited "
+        "after raf wrote it",
+        checkpoint_id=checkpoint_id,
+    )
+
+
+def migrated_checkpoint(checkpoint_id: str, text: str) -> tuple[str, dict[str, bytes]]:
+    """A checkpoint row of layout 1 (the whole checkpoint's JSON) as `split_checkpoint` writes it.
+
+    Raises:
+        CheckpointError: naming the checkpoint, when its text is not a checkpoint.
+    """
+    return split_checkpoint(_parsed(checkpoint_id, text))
 
 
 def check_event(event: StoredEvent) -> None:
@@ -55,25 +134,13 @@ def _check_text(what: str, **fields: str) -> None:
             )
 
 
-def decode_checkpoint(checkpoint_id: str, version: int, data: str) -> Checkpoint:
-    """The checkpoint stored as `data`; refuses an unknown `version` before parsing.
-
-    Raises:
-        CheckpointVersionError: for a version this raf does not know.
-        CheckpointError: naming the checkpoint, when its stored text is not a checkpoint
-            (truncated or edited).
-    """
-    check_version(checkpoint_id, version)
+def _parsed(checkpoint_id: str, data: str) -> Checkpoint:
     try:
         return Checkpoint.model_validate_json(data)
     except ValidationError as exc:
         problem = exc.errors()[0]
         where = ".".join(str(part) for part in problem["loc"]) or "the text"
-        raise CheckpointError(
-            f"checkpoint {checkpoint_id!r} cannot be read: {where}: {problem['msg']}; it was "
-            "truncated or edited after raf wrote it",
-            checkpoint_id=checkpoint_id,
-        ) from exc
+        raise _damaged(checkpoint_id, f"{where}: {problem['msg']}") from exc
 
 
 def check_version(checkpoint_id: str, version: int) -> None:
@@ -105,17 +172,26 @@ def event_json(event: StoredEvent) -> str:
     return event.model_copy(update={"occurred_at": as_utc(event.occurred_at)}).model_dump_json()
 
 
-def checkpoint_row(checkpoint: Checkpoint, created_at: object) -> tuple[object, ...]:
-    """The `checkpoints` row of `checkpoint`, its time as the backend stores it."""
-    return (
+CHECKPOINT_COLUMNS = "id, session_id, workflow_id, superstep, created_at, version, data"
+"""The `checkpoints` table's columns, in the order of `checkpoint_row` and `join_checkpoint`."""
+
+
+def checkpoint_row(
+    checkpoint: Checkpoint, created_at: object
+) -> tuple[tuple[object, ...], dict[str, bytes]]:
+    """The `checkpoints` row of `checkpoint`, its time as the backend stores it, and the
+    parts its data refers to (to store in the same transaction, before the row)."""
+    text, parts = split_checkpoint(checkpoint)
+    row = (
         checkpoint.id,
         checkpoint.session_id,
         checkpoint.workflow_id,
         checkpoint.superstep,
         created_at,
         checkpoint.version,
-        encode_checkpoint(checkpoint),
+        text,
     )
+    return row, parts
 
 
 def event_row(event: StoredEvent, occurred_at: object) -> tuple[object, ...]:
@@ -203,5 +279,12 @@ def schema_mismatch(found: str, where: str) -> RuntimeError:
     """The error for a database whose table layout this raf does not know."""
     return RuntimeError(
         f"{where} has store schema version {found}, but this raf uses version "
-        f"{SCHEMA_VERSION}; open it with the raf release that wrote it"
+        f"{SCHEMA_VERSION} (and migrates {sorted(MIGRATED_FROM)}); open it with the raf "
+        "release that wrote it"
     )
+
+
+def migrates(found: str) -> bool:
+    """Whether a database of layout `found` is migrated on open (else, unless it is this
+    layout, `schema_mismatch` refuses it)."""
+    return found in {str(version) for version in MIGRATED_FROM}

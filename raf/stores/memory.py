@@ -1,7 +1,8 @@
 """`MemoryCheckpointStore`: checkpoints, event log and content store in one process's memory.
 
-Everything is kept as JSON text (and bytes), exactly as the SQLite and PostgreSQL stores keep it,
-so a test on the memory store sees the same round trips, version checks and errors.
+Everything is kept as JSON text (and bytes), exactly as the SQLite and PostgreSQL stores keep it
+(checkpoint data cut into content-addressed parts, each kept once), so a test on the memory
+store sees the same round trips, version checks and errors.
 
 Example:
     >>> import anyio
@@ -18,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import bisect
+from datetime import datetime
 from typing import NamedTuple, Self
 
 import anyio.lowlevel
@@ -31,7 +33,13 @@ __all__ = ["MemoryCheckpointStore"]
 
 
 class _SavedCheckpoint(NamedTuple):
+    """A checkpoint's row, as the other stores' `checkpoints` table holds it."""
+
+    id: str
     session_id: str
+    workflow_id: str
+    superstep: int
+    created_at: datetime
     version: int
     data: str
 
@@ -71,10 +79,18 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
 
     async def save(self, checkpoint: Checkpoint) -> None:
         """Store `checkpoint` (replacing one with the same id); refuses an unknown version."""
-        data = _records.encode_checkpoint(checkpoint)
+        data, parts = _records.split_checkpoint(checkpoint)
         await _yield_point()
+        for digest, part in parts.items():
+            self._objects.setdefault(digest, part)
         self._checkpoints[checkpoint.id] = _SavedCheckpoint(
-            checkpoint.session_id, checkpoint.version, data
+            checkpoint.id,
+            checkpoint.session_id,
+            checkpoint.workflow_id,
+            checkpoint.superstep,
+            _records.as_utc(checkpoint.created_at),
+            checkpoint.version,
+            data,
         )
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
@@ -83,7 +99,7 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
         saved = self._checkpoints.get(checkpoint_id)
         if saved is None:
             raise _records.unknown_checkpoint(checkpoint_id)
-        return _records.decode_checkpoint(checkpoint_id, saved.version, saved.data)
+        return await _records.join_checkpoint(saved, self._parts)
 
     async def latest(self, session_id: str) -> str | None:
         """The greatest (newest) checkpoint id of `session_id`, or None."""
@@ -135,6 +151,11 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
             return self._objects[digest]
         except KeyError:
             raise _records.unknown_content(digest) from None
+
+    async def _parts(self, digests: list[str]) -> dict[str, bytes]:
+        await _yield_point()
+        objects = self._objects
+        return {digest: objects[digest] for digest in digests if digest in objects}
 
 
 async def _yield_point() -> None:

@@ -18,6 +18,7 @@ import anyio
 
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
+from raf.stores._parts import KnownParts
 from raf.stores._session_locks import SessionLockingStore, SessionLocks
 from raf.stores.base import Checkpoint, StoredEvent
 
@@ -77,6 +78,7 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
         self._session_locks = SessionLocks(self._advisory.acquire)
         self._ready = False
         self._ready_lock = anyio.Lock()
+        self._known = KnownParts()
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointStore(schema={self.schema!r})"
@@ -100,8 +102,20 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
         Raises:
             CheckpointVersionError: its `version` is not one this raf knows.
         """
-        row = _records.checkpoint_row(checkpoint, _records.as_utc(checkpoint.created_at))
-        await self._run(lambda connection: connection.execute(self._queries.save, row))
+        queries, known = self._queries, self._known
+
+        def write(connection: Connection) -> None:
+            # Cut up in the worker thread: a long conversation is not the event loop's work.
+            row, parts = _records.checkpoint_row(checkpoint, _records.as_utc(checkpoint.created_at))
+            new = known.new(parts)
+            with connection.transaction():
+                if new:
+                    with connection.cursor() as cursor:
+                        cursor.executemany(queries.put, list(new.items()))
+                connection.execute(queries.save, row)
+            known.add(new.keys())
+
+        await self._run(write)
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """The checkpoint `checkpoint_id`.
@@ -118,8 +132,7 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
         )
         if row is None:
             raise _records.unknown_checkpoint(checkpoint_id)
-        version, data = row
-        return _records.decode_checkpoint(checkpoint_id, version, data)
+        return await _records.join_checkpoint(row, self._parts)
 
     async def latest(self, session_id: str) -> str | None:
         """The greatest (newest) checkpoint id of `session_id`, or None."""
@@ -177,6 +190,14 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
             raise _records.unknown_content(digest)
         return bytes(row[0])
 
+    async def _parts(self, digests: list[str]) -> dict[str, bytes]:
+        """The stored parts among `digests` (one statement)."""
+        query = self._queries.get_many
+        rows = await self._run(lambda connection: connection.execute(query, (digests,)).fetchall())
+        found = {str(digest): bytes(content) for digest, content in rows}
+        self._known.add(found.keys())
+        return found
+
     async def _fetch_one(
         self, query: sql.Composed, parameters: tuple[str, ...]
     ) -> tuple[Any, ...] | None:
@@ -203,13 +224,28 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
             for statement in self._queries.create:
                 connection.execute(statement)
             row = connection.execute(self._queries.schema_version).fetchone()
-            if row is None:
-                connection.execute(
-                    self._queries.set_schema_version, (str(_records.SCHEMA_VERSION),)
-                )
-            elif row[0] != str(_records.SCHEMA_VERSION):
+            if row is not None and row[0] == str(_records.SCHEMA_VERSION):
+                return
+            if row is not None and not _records.migrates(row[0]):
                 where = f"PostgreSQL schema {self.schema or '(search path)'!r}"
                 raise _records.schema_mismatch(row[0], where)
+            if row is not None:
+                self._migrate(connection)
+            connection.execute(self._queries.set_schema_version, (str(_records.SCHEMA_VERSION),))
+
+    def _migrate(self, connection: Connection) -> None:
+        """Rewrite every checkpoint of layout 1 (its whole JSON in the row) as a root and parts."""
+        queries = self._queries
+        ids = [row[0] for row in connection.execute(queries.all_checkpoint_ids).fetchall()]
+        for checkpoint_id in ids:  # one at a time: a layout-1 row may be very large
+            found = connection.execute(queries.load, (checkpoint_id,)).fetchone()
+            if found is None:
+                continue
+            root, parts = _records.migrated_checkpoint(checkpoint_id, found[-1])
+            if parts:
+                with connection.cursor() as cursor:
+                    cursor.executemany(queries.put, list(parts.items()))
+            connection.execute(queries.set_data, (root, checkpoint_id))
 
 
 def _has_nul(text: object) -> bool:

@@ -34,6 +34,7 @@ from raf.stores import _records
 from raf.stores._closing import ClosingStore
 from raf.stores._file_locks import FileLocks
 from raf.stores._interruptible import Interrupted, run_interruptible
+from raf.stores._parts import KnownParts
 from raf.stores._session_locks import Release, SessionLockingStore, SessionLocks
 from raf.stores.base import Checkpoint, StoredEvent
 
@@ -76,6 +77,7 @@ _SAVE = (
 _EVENT_COLUMNS = "id, occurred_at, kind, key, hash, meta, code_rev"
 _APPEND = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _PUT = "INSERT OR IGNORE INTO objects (hash, content) VALUES (?, ?)"
+_BATCH = 500  # parts read by one statement (SQLite allows 32,766 parameters)
 
 # How long a statement waits for another connection's write lock before "database is locked".
 _BUSY_TIMEOUT_SECONDS = 30.0
@@ -110,6 +112,7 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         shared = self.path != ":memory:" and FileLocks.supported()
         self._file_locks = FileLocks(self.path + "-sessions") if shared else None
         self._session_locks = SessionLocks(self._acquire_elsewhere if shared else None)
+        self._known = KnownParts()
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointStore({self.path!r})"
@@ -135,8 +138,21 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         Raises:
             CheckpointVersionError: its `version` is not one this raf knows.
         """
-        row = _records.checkpoint_row(checkpoint, _records.format_time(checkpoint.created_at))
-        await self._run(lambda connection: connection.execute(_SAVE, row))
+        known = self._known
+
+        def write(connection: sqlite3.Connection) -> None:
+            # Cut up in the worker thread: a long conversation is not the event loop's work.
+            row, parts = _records.checkpoint_row(
+                checkpoint, _records.format_time(checkpoint.created_at)
+            )
+            new = known.new(parts)
+            connection.execute("BEGIN IMMEDIATE")
+            connection.executemany(_PUT, new.items())
+            connection.execute(_SAVE, row)
+            connection.execute("COMMIT")
+            known.add(new.keys())
+
+        await self._run(write)
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """The checkpoint `checkpoint_id`.
@@ -145,12 +161,13 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
             KeyError: no checkpoint has that id (the message names it).
             CheckpointVersionError: it was written in a format version this raf does not know.
         """
-        row: tuple[int, str] | None = await self._fetch_one(
-            "SELECT version, data FROM checkpoints WHERE id = ?", (checkpoint_id,)
+        row: tuple[Any, ...] | None = await self._fetch_one(
+            f"SELECT {_records.CHECKPOINT_COLUMNS} FROM checkpoints WHERE id = ?",
+            (checkpoint_id,),
         )
         if row is None:
             raise _records.unknown_checkpoint(checkpoint_id)
-        return _records.decode_checkpoint(checkpoint_id, *row)
+        return await _records.join_checkpoint(row, self._parts)
 
     async def latest(self, session_id: str) -> str | None:
         """The greatest (newest) checkpoint id of `session_id`, or None."""
@@ -210,6 +227,22 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         if row is None:
             raise _records.unknown_content(digest)
         return row[0]
+
+    async def _parts(self, digests: list[str]) -> dict[str, bytes]:
+        """The stored parts among `digests`, in batches of `_BATCH` a statement."""
+
+        def read(connection: sqlite3.Connection) -> dict[str, bytes]:
+            found: dict[str, bytes] = {}
+            for start in range(0, len(digests), _BATCH):
+                batch = digests[start : start + _BATCH]
+                marks = ", ".join("?" * len(batch))
+                query = f"SELECT hash, content FROM objects WHERE hash IN ({marks})"
+                found.update(connection.execute(query, batch).fetchall())
+            return found
+
+        found = await self._run(read)
+        self._known.add(found.keys())
+        return found
 
     async def _acquire_elsewhere(self, session_id: str, wait: bool) -> Release | None:
         if self._closed or self._file_locks is None:
@@ -325,17 +358,33 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
 
 
 def _check_schema_version(connection: sqlite3.Connection, path: str) -> None:
-    """Record the layout version in a new file; refuse a file of another version."""
+    """Record the layout version in a new file; migrate a file of an older layout; refuse a
+    file of another version."""
     row: tuple[str] | None = connection.execute(
         "SELECT value FROM meta WHERE key = 'schema_version'"
     ).fetchone()
-    if row is None:
-        connection.execute(
-            "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
-            (str(_records.SCHEMA_VERSION),),
-        )
-    elif row[0] != str(_records.SCHEMA_VERSION):
+    if row is not None and row[0] == str(_records.SCHEMA_VERSION):
+        return
+    if row is not None and not _records.migrates(row[0]):
         raise _records.schema_mismatch(row[0], f"SQLite file {path!r}")
+    if row is not None:
+        _migrate(connection)
+    connection.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+        (str(_records.SCHEMA_VERSION),),
+    )
+
+
+def _migrate(connection: sqlite3.Connection) -> None:
+    """Rewrite every checkpoint of layout 1 (its whole JSON in the row) as a root and parts."""
+    ids: list[tuple[str]] = connection.execute("SELECT id FROM checkpoints").fetchall()
+    for (checkpoint_id,) in ids:  # one at a time: a layout-1 row may be very large
+        (text,) = connection.execute(
+            "SELECT data FROM checkpoints WHERE id = ?", (checkpoint_id,)
+        ).fetchone()
+        root, parts = _records.migrated_checkpoint(checkpoint_id, text)
+        connection.executemany(_PUT, parts.items())
+        connection.execute("UPDATE checkpoints SET data = ? WHERE id = ?", (root, checkpoint_id))
 
 
 def _event_from_row(row: tuple[object, ...]) -> StoredEvent:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from raf import SessionBusy
+from raf import Session, SessionBusy
 from raf.serve.threads import THREAD_EVENT, Threads
-from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
+from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore, StoredEvent, new_id
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +25,9 @@ async def test_a_thread_saved_in_sqlite_opens_in_a_new_store(tmp_path: Path) -> 
         await threads.save(thread)
         thread.session.set("root#history", ["hi", "again"])
         await threads.save(thread)
-        assert [e.kind for e in await store.events(key="thread:chat")] == [THREAD_EVENT] * 2
+        # One event lists the thread; each save is a checkpoint of its own.
+        assert [e.kind for e in await store.events(key="thread:chat")] == [THREAD_EVENT]
+        assert len(await store.list("thread:chat")) == 2
     async with SqliteCheckpointStore(path) as reopened:
         again = await Threads(reopened).open("chat")
     assert again.session.id == "chat"
@@ -66,3 +70,31 @@ async def test_an_empty_thread_id_is_refused() -> None:
     with pytest.raises(ValueError, match="threadId is empty"):
         async with Threads(MemoryCheckpointStore()).hold(""):
             pass
+
+
+async def test_a_thread_an_earlier_raf_saved_as_session_json_still_opens(tmp_path: Path) -> None:
+    # Before threads were checkpoints, each save put the session's JSON into the content
+    # store and appended an event naming it.
+    session = Session("old")
+    session.set("root#history", ["hi"])
+    saved = {"type": THREAD_EVENT, "version": 1, "session": session.to_json(), "seen": ["m1"]}
+    async with SqliteCheckpointStore(tmp_path / "old.db") as store:
+        digest = await store.put(json.dumps(saved).encode())
+        await store.append(
+            StoredEvent(
+                id=new_id(),
+                occurred_at=datetime.now(UTC),
+                kind=THREAD_EVENT,
+                key="thread:old",
+                hash=digest,
+            )
+        )
+        threads = Threads(store)
+        thread = await threads.open("old")
+        assert thread.session.get("root#history") == ["hi"]
+        assert thread.seen == {"m1"}
+        thread.session.set("root#history", ["hi", "again"])
+        await threads.save(thread)  # saved as a checkpoint now, listed by the old event
+        assert [e.kind for e in await store.events(key="thread:old")] == [THREAD_EVENT]
+        reopened = await Threads(store).open("old")
+    assert reopened.session.get("root#history") == ["hi", "again"]

@@ -12,7 +12,7 @@ import pytest
 
 from raf.engine import FunctionExecutor, NodeContext, Workflow, WorkflowBuilder
 from raf.session import Session
-from raf.stores import Checkpoint, PostgresCheckpointStore, new_id
+from raf.stores import Checkpoint, PostgresCheckpointStore, _records, new_id
 
 pytestmark = pytest.mark.anyio
 
@@ -79,7 +79,7 @@ async def test_tables_live_in_the_schema_with_json_and_bytea_columns(
     version = _run_sql(
         postgres_dsn, f'SELECT value FROM "{postgres_schema}".meta WHERE key = %s', "schema_version"
     )
-    assert version == [("1",)]
+    assert version == [(str(_records.SCHEMA_VERSION),)]
 
 
 async def test_a_dropped_idle_connection_is_replaced(

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from raf.stores import Checkpoint, SqliteCheckpointStore, new_id
+from raf.stores import Checkpoint, SqliteCheckpointStore, _records, new_id
 
 pytestmark = pytest.mark.anyio
 
@@ -107,7 +107,9 @@ async def test_the_file_is_in_wal_mode(tmp_path: Path) -> None:
     assert _query(path, "PRAGMA journal_mode") == [("wal",)]
     tables = {name for (name,) in _query(path, "SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"meta", "checkpoints", "events", "objects"}
-    assert _query(path, "SELECT value FROM meta WHERE key = 'schema_version'") == [("1",)]
+    assert _query(path, "SELECT value FROM meta WHERE key = 'schema_version'") == [
+        (str(_records.SCHEMA_VERSION),)
+    ]
 
 
 async def test_two_store_objects_write_one_file_at_once(tmp_path: Path) -> None:

@@ -1,0 +1,276 @@
+"""Content-addressed parts: a JSON value stored as a small root and parts kept once each.
+
+`split(value)` cuts a JSON value into a small `root` and parts (JSON text, by sha256), and
+`join(root, fetch)` puts it back together. What makes a conversation's storage linear:
+
+- a string, object or short array whose JSON is longer than `INLINE_BYTES` becomes a part, so
+  a message is one part however many histories, pending inputs and checkpoints hold it;
+- an array longer than `CHUNK` items is cut into chunks of `CHUNK` items from its start, and
+  the chunks are the leaves of perfect binary trees (sizes following the binary digits of the
+  chunk count, largest first), listed by a chain of parts from the smallest tree up (the
+  spine); the few items after the last whole chunk stay in the root. Appending to an array therefore changes its root,
+  a new chunk every `CHUNK` items and the tree nodes above it (amortised one per chunk),
+  never the parts of its earlier items: a store that keeps parts once writes per save only
+  what is new.
+
+The layout is a pure function of the value, so equal values give equal parts (and one save's
+parts are the next one's). A part reference is `{"$ref": sha256}` and an array root
+`{"$list": [length, spine, tail]}` (a spine node is `[tree, rest of the spine]`); a stored object that happens to have one key
+among `$ref`, `$list` and `$esc` is kept as `{"$esc": object}`, so no value is mistaken for
+either. JSON text of parts is UTF-8 with any lone surrogate written as its `\\uXXXX` escape.
+
+Example:
+    >>> import anyio
+    >>> history = [{"role": "user", "text": "x" * 300} for _ in range(20)]
+    >>> parts = split({"history": history})
+    >>> async def fetch(digests: list[str]) -> dict[str, bytes]:
+    ...     return {d: parts.objects[d] for d in digests}
+    >>> anyio.run(join, parts.root, fetch) == {"history": history}
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+__all__ = ["CHUNK", "INLINE_BYTES", "DamagedParts", "KnownParts", "Parts", "join", "split"]
+
+INLINE_BYTES = 256
+"""A value whose JSON is longer than this is stored as a part of its own."""
+CHUNK = 2
+"""Items per chunk of a long array."""
+
+_REF = "$ref"
+_LIST = "$list"
+_ESCAPE = "$esc"
+_MARKERS = frozenset({_REF, _LIST, _ESCAPE})
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+
+Fetch = Callable[[list[str]], Awaitable[dict[str, bytes]]]
+"""Reads the parts stored under some digests: those it has, by digest."""
+
+
+class DamagedParts(Exception):
+    """A stored value cannot be put back together: a part is missing or not what it should be."""
+
+
+@dataclass(slots=True)
+class Parts:
+    """A value cut up by `split`: its `root` (small JSON) and its parts by sha256 hex digest."""
+
+    root: Any
+    objects: dict[str, bytes] = field(default_factory=lambda: {})
+
+
+def split(value: Any) -> Parts:
+    """Cut the JSON value `value` (dicts with string keys, lists, str, numbers, bools, None)."""
+    parts = Parts(None)
+    parts.root = _Splitter(parts.objects).value(value)
+    return parts
+
+
+async def join(root: Any, fetch: Fetch) -> Any:
+    """The value that `split` cut into `root` and parts, reading the parts with `fetch`,
+    one round for each level of references (so a few rounds, however long the value).
+
+    Raises:
+        DamagedParts: a part is missing, does not match its digest, or does not fit.
+    """
+    loaded: dict[str, Any] = {}
+    wanted = set(_references(root))
+    while wanted:
+        ordered = sorted(wanted)
+        found = await fetch(ordered)
+        for digest in ordered:
+            data = found.get(digest)
+            if data is None:
+                raise DamagedParts(f"part {digest} is missing from the store")
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise DamagedParts(f"part {digest} does not match its digest")
+            try:
+                loaded[digest] = json.loads(data)
+            except ValueError as error:
+                raise DamagedParts(f"part {digest} is not JSON: {error}") from None
+        wanted = {
+            reference
+            for digest in ordered
+            for reference in _references(loaded[digest])
+            if reference not in loaded
+        }
+    return _Joiner(loaded).value(root)
+
+
+class KnownParts:
+    """Digests of parts a store knows it holds, so a save sends only new ones.
+
+    Parts are never deleted, so a digest once stored stays true; the set is emptied when it
+    grows past `capacity` (a forgotten part is only sent again, and stored once).
+    """
+
+    __slots__ = ("_capacity", "_digests")
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        self._capacity = capacity
+        self._digests: set[str] = set()
+
+    def new(self, objects: dict[str, bytes]) -> dict[str, bytes]:
+        """The parts of `objects` not known to be stored."""
+        known = self._digests
+        return {digest: data for digest, data in objects.items() if digest not in known}
+
+    def add(self, digests: Iterable[str]) -> None:
+        """Remember `digests` as stored (call once their transaction committed)."""
+        if len(self._digests) > self._capacity:
+            self._digests.clear()
+        self._digests.update(digests)
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON of `value` as UTF-8, lone surrogates escaped (so they round-trip)."""
+    return _encoder.encode(value).encode("utf-8", "backslashreplace")
+
+
+class _Splitter:
+    __slots__ = ("objects",)
+
+    def __init__(self, objects: dict[str, bytes]) -> None:
+        self.objects = objects
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            # Escapes take at most 6 bytes a character: short text needs no measuring.
+            return value if len(value) * 6 + 2 <= INLINE_BYTES else self._sized(value)
+        if isinstance(value, dict):
+            items = cast(dict[str, Any], value)
+            kept: dict[str, Any] = {key: self.value(item) for key, item in items.items()}
+            if len(kept) == 1 and next(iter(kept)) in _MARKERS:
+                kept = {_ESCAPE: kept}
+            return self._sized(kept)
+        if isinstance(value, (list, tuple)):
+            return self._array([self.value(item) for item in cast(list[Any], value)])
+        return value
+
+    def _array(self, items: list[Any]) -> Any:
+        if len(items) <= CHUNK:
+            return self._sized(items)
+        whole = len(items) // CHUNK
+        chunks = [self._part(items[i * CHUNK : (i + 1) * CHUNK]) for i in range(whole)]
+        trees: list[Any] = []
+        start = 0
+        for size in _tree_sizes(whole):
+            trees.append(self._tree(chunks[start : start + size]))
+            start += size
+        # The spine lists the trees smallest first, each node naming the rest: appending a
+        # chunk merges only the smallest trees, so the rest of the spine stays as stored.
+        spine: Any = None
+        for tree in trees:
+            spine = self._part([tree, spine])
+        return {_LIST: [len(items), spine, items[whole * CHUNK :]]}
+
+    def _tree(self, nodes: list[Any]) -> Any:
+        if len(nodes) == 1:
+            return nodes[0]
+        half = len(nodes) // 2
+        return self._part([self._tree(nodes[:half]), self._tree(nodes[half:])])
+
+    def _sized(self, value: Any) -> Any:
+        data = dumps(value)
+        return self._stored(data) if len(data) > INLINE_BYTES else value
+
+    def _part(self, value: Any) -> dict[str, str]:
+        return self._stored(dumps(value))
+
+    def _stored(self, data: bytes) -> dict[str, str]:
+        digest = hashlib.sha256(data).hexdigest()
+        self.objects[digest] = data
+        return {_REF: digest}
+
+
+def _tree_sizes(chunks: int) -> list[int]:
+    """Powers of two adding up to `chunks`, largest first (its binary digits)."""
+    return [1 << bit for bit in range(chunks.bit_length() - 1, -1, -1) if chunks >> bit & 1]
+
+
+def _references(value: Any) -> Iterator[str]:
+    """The digests `value` refers to directly (not those inside the parts)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            mapping = cast(dict[str, Any], item)
+            if len(mapping) == 1:
+                key, inner = next(iter(mapping.items()))
+                if key == _REF:
+                    yield _digest(inner)
+                    continue
+                if key == _ESCAPE and isinstance(inner, dict):
+                    stack.extend(cast(dict[str, Any], inner).values())
+                    continue
+            stack.extend(mapping.values())
+        elif isinstance(item, list):
+            stack.extend(cast(list[Any], item))
+
+
+def _digest(reference: Any) -> str:
+    if not isinstance(reference, str) or len(reference) != 64:
+        raise DamagedParts(f"{reference!r} is not a part reference")
+    return reference
+
+
+class _Joiner:
+    __slots__ = ("loaded",)
+
+    def __init__(self, loaded: dict[str, Any]) -> None:
+        self.loaded = loaded
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            mapping = cast(dict[str, Any], value)
+            if len(mapping) == 1:
+                key, inner = next(iter(mapping.items()))
+                if key == _REF:
+                    return self.value(self.loaded[_digest(inner)])
+                if key == _LIST:
+                    return self._array(inner)
+                if key == _ESCAPE:
+                    return {k: self.value(v) for k, v in cast(dict[str, Any], inner).items()}
+            return {key: self.value(item) for key, item in mapping.items()}
+        if isinstance(value, list):
+            return [self.value(item) for item in cast(list[Any], value)]
+        return value
+
+    def _array(self, layout: Any) -> list[Any]:
+        try:
+            length, spine, tail = cast(list[Any], layout)
+            trees: list[Any] = []
+            node = self.value(spine)
+            while node is not None:
+                tree, node = cast(list[Any], node)
+                trees.append(tree)
+            trees.reverse()
+            items: list[Any] = []
+            sizes = _tree_sizes(int(length) // CHUNK)
+            if len(trees) != len(sizes):
+                raise ValueError("the spine does not fit the length")
+            for tree, size in zip(trees, sizes, strict=True):
+                _leaves(tree, size.bit_length() - 1, items)
+            items.extend(self.value(item) for item in cast(list[Any], tail))
+        except (TypeError, ValueError) as error:
+            raise DamagedParts(f"an array layout is damaged: {error}") from None
+        if len(items) != length:
+            raise DamagedParts(f"an array holds {len(items)} items, not {length}")
+        return items
+
+
+def _leaves(tree: Any, level: int, into: list[Any]) -> None:
+    """Append the items of a joined tree of `2**level` chunks to `into`."""
+    if level == 0:
+        into.extend(cast(list[Any], tree))
+        return
+    left, right = cast(list[Any], tree)
+    _leaves(left, level - 1, into)
+    _leaves(right, level - 1, into)
