@@ -105,16 +105,20 @@ async def _run(kind: str, turns: int, size: int) -> dict[str, Any]:
         async with store:
             before = measure.bytes()
             for turn in range(1, turns + 1):
+                started = time.perf_counter()
                 async with threads.hold("t") as thread:
                     session: Session = thread.session
                     prompt = ChatMessage.user(f"turn {turn} " + "x" * size)
                     response = await agent.run(prompt, session).collect()
                     await threads.save(thread)
+                seconds = time.perf_counter() - started
                 after = measure.bytes()
                 own = len(prompt.model_dump_json()) + sum(
                     len(m.model_dump_json()) for m in response.messages
                 )
-                rows.append({"turn": turn, "written": after - before, "own": own})
+                rows.append(
+                    {"turn": turn, "written": after - before, "own": own, "seconds": seconds}
+                )
                 before = after
                 if turn in _LOAD_POINTS or turn == turns:
                     loads.append(await _load(store, threads, turn, after))
@@ -142,8 +146,9 @@ def _report(result: dict[str, Any]) -> str:
     lines = [
         f"# Storage growth: {result['store']}, {result['turns']} turns of {result['size']} B",
         "",
-        "| turns | bytes stored per turn (mean) | turn's own size (mean) | ratio (worst turn) |",
-        "|---|---|---|---|",
+        "| turns | bytes stored per turn (mean) | turn's own size (mean) | ratio (worst turn) |"
+        " ms per turn (mean) |",
+        "|---|---|---|---|---|",
     ]
     windows = [(1, 10), (11, 100), (101, 500), (501, 1000), (1001, 2000)]
     for low, high in windows:
@@ -153,9 +158,10 @@ def _report(result: dict[str, Any]) -> str:
         written = sum(r["written"] for r in window) / len(window)
         own = sum(r["own"] for r in window) / len(window)
         worst = max(r["written"] / r["own"] for r in window)
+        seconds = sum(r["seconds"] for r in window) / len(window)
         lines.append(
             f"| {low}-{min(high, rows[-1]['turn'])} | {written:,.0f} | {own:,.0f} |"
-            f" {written / own:.2f} ({worst:.2f}) |"
+            f" {written / own:.2f} ({worst:.2f}) | {seconds * 1e3:.1f} |"
         )
     lines += [
         "",

@@ -66,10 +66,14 @@ class Parts:
     objects: dict[str, bytes] = field(default_factory=lambda: {})
 
 
-def split(value: Any) -> Parts:
-    """Cut the JSON value `value` (dicts with string keys, lists, str, numbers, bools, None)."""
+def split(value: Any, known: KnownParts | None = None) -> Parts:
+    """Cut the JSON value `value` (dicts with string keys, lists, str, numbers, bools, None).
+
+    With `known`, a long string whose part the store is known to hold is not encoded again,
+    and `objects` leaves that part out (the store has it).
+    """
     parts = Parts(None)
-    parts.root = _Splitter(parts.objects).value(value)
+    parts.root, _ = _Splitter(parts.objects, known).value(value)
     return parts
 
 
@@ -105,17 +109,37 @@ async def join(root: Any, fetch: Fetch) -> Any:
 
 
 class KnownParts:
-    """Digests of parts a store knows it holds, so a save sends only new ones.
+    """Digests of parts a store knows it holds, so a save sends only new ones, and the
+    digests of long strings it cut before, so a save does not encode them again.
 
     Parts are never deleted, so a digest once stored stays true; the set is emptied when it
-    grows past `capacity` (a forgotten part is only sent again, and stored once).
+    grows past `capacity`, the strings when they pass `text_capacity` characters (a forgotten
+    part is only encoded and sent again, and stored once).
     """
 
-    __slots__ = ("_capacity", "_digests")
+    __slots__ = ("_capacity", "_digests", "_text_capacity", "_text_size", "_texts")
 
-    def __init__(self, capacity: int = 100_000) -> None:
+    def __init__(self, capacity: int = 100_000, text_capacity: int = 32 << 20) -> None:
         self._capacity = capacity
         self._digests: set[str] = set()
+        self._text_capacity = text_capacity
+        self._texts: dict[str, str] = {}
+        self._text_size = 0
+
+    def text(self, text: str) -> str | None:
+        """The digest of `text`'s part, when it was cut before and the store holds it."""
+        digest = self._texts.get(text)
+        return digest if digest is not None and digest in self._digests else None
+
+    def remember_text(self, text: str, digest: str) -> None:
+        """Note that `text` is the part `digest` (used once the part is known stored)."""
+        if len(text) * 4 > self._text_capacity:
+            return
+        if self._text_size + len(text) > self._text_capacity:
+            self._texts.clear()
+            self._text_size = 0
+        self._texts[text] = digest
+        self._text_size += len(text)
 
     def new(self, objects: dict[str, bytes]) -> dict[str, bytes]:
         """The parts of `objects` not known to be stored."""
@@ -126,6 +150,8 @@ class KnownParts:
         """Remember `digests` as stored (call once their transaction committed)."""
         if len(self._digests) > self._capacity:
             self._digests.clear()
+            self._texts.clear()
+            self._text_size = 0
         self._digests.update(digests)
 
 
@@ -134,42 +160,59 @@ def dumps(value: Any) -> bytes:
     return _encoder.encode(value).encode("utf-8", "backslashreplace")
 
 
+_REFERENCE_BYTES = 75
+"""Length of `{"$ref":"<64 hex digits>"}`."""
+_SCALAR_BYTES = 8
+"""What a number, a bool or null is taken to cost (a size estimate only decides what is a part)."""
+
+
 class _Splitter:
-    __slots__ = ("objects",)
+    """Cuts one value; sizes are estimated bottom-up (a pure function of the value, so the
+    layout is too), and each part is encoded once."""
 
-    def __init__(self, objects: dict[str, bytes]) -> None:
+    __slots__ = ("known", "objects")
+
+    def __init__(self, objects: dict[str, bytes], known: KnownParts | None) -> None:
         self.objects = objects
+        self.known = known
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: Any) -> tuple[Any, int]:
+        """`value` as stored, and about how long its JSON is."""
         if isinstance(value, str):
-            # Escapes take at most 6 bytes a character: short text needs no measuring.
-            return value if len(value) * 6 + 2 <= INLINE_BYTES else self._sized(value)
+            size = len(value) + 2
+            return (value, size) if size <= INLINE_BYTES else (self._text(value), _REFERENCE_BYTES)
         if isinstance(value, dict):
-            items = cast(dict[str, Any], value)
-            kept: dict[str, Any] = {key: self.value(item) for key, item in items.items()}
+            kept: dict[str, Any] = {}
+            size = 1
+            for key, item in cast(dict[str, Any], value).items():
+                kept[key], item_size = self.value(item)
+                size += len(key) + 4 + item_size
             if len(kept) == 1 and next(iter(kept)) in _MARKERS:
-                kept = {_ESCAPE: kept}
-            return self._sized(kept)
+                kept, size = {_ESCAPE: kept}, size + 9
+            return self._sized(kept, size)
         if isinstance(value, (list, tuple)):
-            return self._array([self.value(item) for item in cast(list[Any], value)])
-        return value
+            pairs = [self.value(item) for item in cast(list[Any], value)]
+            return self._array([item for item, _ in pairs], [size for _, size in pairs])
+        return value, _SCALAR_BYTES
 
-    def _array(self, items: list[Any]) -> Any:
+    def _array(self, items: list[Any], sizes: list[int]) -> tuple[Any, int]:
         if len(items) <= CHUNK:
-            return self._sized(items)
+            return self._sized(items, 1 + sum(sizes) + len(sizes))
         whole = len(items) // CHUNK
         chunks = [self._part(items[i * CHUNK : (i + 1) * CHUNK]) for i in range(whole)]
         trees: list[Any] = []
         start = 0
-        for size in _tree_sizes(whole):
-            trees.append(self._tree(chunks[start : start + size]))
-            start += size
+        for count in _tree_sizes(whole):
+            trees.append(self._tree(chunks[start : start + count]))
+            start += count
         # The spine lists the trees smallest first, each node naming the rest: appending a
         # chunk merges only the smallest trees, so the rest of the spine stays as stored.
         spine: Any = None
         for tree in trees:
             spine = self._part([tree, spine])
-        return {_LIST: [len(items), spine, items[whole * CHUNK :]]}
+        tail = whole * CHUNK
+        layout = {_LIST: [len(items), spine, items[tail:]]}
+        return layout, 20 + _REFERENCE_BYTES + sum(sizes[tail:]) + len(items) - tail
 
     def _tree(self, nodes: list[Any]) -> Any:
         if len(nodes) == 1:
@@ -177,14 +220,21 @@ class _Splitter:
         half = len(nodes) // 2
         return self._part([self._tree(nodes[:half]), self._tree(nodes[half:])])
 
-    def _sized(self, value: Any) -> Any:
-        data = dumps(value)
-        return self._stored(data) if len(data) > INLINE_BYTES else value
+    def _sized(self, value: Any, size: int) -> tuple[Any, int]:
+        return (self._part(value), _REFERENCE_BYTES) if size > INLINE_BYTES else (value, size)
+
+    def _text(self, text: str) -> dict[str, str]:
+        known = self.known
+        digest = None if known is None else known.text(text)
+        if digest is not None:
+            return {_REF: digest}
+        reference = self._part(text)
+        if known is not None:
+            known.remember_text(text, reference[_REF])
+        return reference
 
     def _part(self, value: Any) -> dict[str, str]:
-        return self._stored(dumps(value))
-
-    def _stored(self, data: bytes) -> dict[str, str]:
+        data = dumps(value)
         digest = hashlib.sha256(data).hexdigest()
         self.objects[digest] = data
         return {_REF: digest}

@@ -16,7 +16,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from raf.errors import CheckpointError, CheckpointVersionError
-from raf.stores._parts import DamagedParts, Fetch, join, split
+from raf.stores._parts import DamagedParts, Fetch, KnownParts, join, split
 from raf.stores.base import SUPPORTED_CHECKPOINT_VERSIONS, Checkpoint, StoredEvent
 
 SCHEMA_VERSION = 2
@@ -26,9 +26,12 @@ MIGRATED_FROM = frozenset({1})
 """Layouts a store migrates to `SCHEMA_VERSION` when it opens them."""
 
 
-def split_checkpoint(checkpoint: Checkpoint) -> tuple[str, dict[str, bytes]]:
-    """The JSON text stored for `checkpoint` (its data's root) and its data's parts, after
-    checking its version and names."""
+def split_checkpoint(
+    checkpoint: Checkpoint, known: KnownParts | None = None
+) -> tuple[str, dict[str, bytes]]:
+    """The JSON text stored for `checkpoint` (its data's root) and its data's parts (but
+    for long strings whose parts `known` says the store holds), after checking its version
+    and names."""
     check_version(checkpoint.id, checkpoint.version)
     _check_text(
         "checkpoint",
@@ -36,7 +39,7 @@ def split_checkpoint(checkpoint: Checkpoint) -> tuple[str, dict[str, bytes]]:
         session_id=checkpoint.session_id,
         workflow_id=checkpoint.workflow_id,
     )
-    parts = split(pydantic_core.to_jsonable_python(checkpoint.data))
+    parts = split(pydantic_core.to_jsonable_python(checkpoint.data), known)
     # The row's columns hold the rest of the checkpoint. ASCII: the root is small, and
     # escaping keeps any lone surrogate storable everywhere.
     head = {
@@ -177,11 +180,11 @@ CHECKPOINT_COLUMNS = "id, session_id, workflow_id, superstep, created_at, versio
 
 
 def checkpoint_row(
-    checkpoint: Checkpoint, created_at: object
+    checkpoint: Checkpoint, created_at: object, known: KnownParts | None = None
 ) -> tuple[tuple[object, ...], dict[str, bytes]]:
     """The `checkpoints` row of `checkpoint`, its time as the backend stores it, and the
     parts its data refers to (to store in the same transaction, before the row)."""
-    text, parts = split_checkpoint(checkpoint)
+    text, parts = split_checkpoint(checkpoint, known)
     row = (
         checkpoint.id,
         checkpoint.session_id,

@@ -106,7 +106,9 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
 
         def write(connection: Connection) -> None:
             # Cut up in the worker thread: a long conversation is not the event loop's work.
-            row, parts = _records.checkpoint_row(checkpoint, _records.as_utc(checkpoint.created_at))
+            row, parts = _records.checkpoint_row(
+                checkpoint, _records.as_utc(checkpoint.created_at), known
+            )
             new = known.new(parts)
             with connection.transaction():
                 if new:

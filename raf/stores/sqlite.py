@@ -143,7 +143,7 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         def write(connection: sqlite3.Connection) -> None:
             # Cut up in the worker thread: a long conversation is not the event loop's work.
             row, parts = _records.checkpoint_row(
-                checkpoint, _records.format_time(checkpoint.created_at)
+                checkpoint, _records.format_time(checkpoint.created_at), known
             )
             new = known.new(parts)
             connection.execute("BEGIN IMMEDIATE")
