@@ -1,9 +1,11 @@
-"""The command runner of `shell_exec`: one process group, bounded in time and output.
+"""The command runner of `shell_exec`: bounded in time, output, environment and reach.
 
-The command runs in a new session (its own process group) with no stdin. When it ends, times
-out or its caller is cancelled, the whole group is killed with SIGKILL, so nothing it started
-is left running; the kill and the reaping run shielded from cancellation. Output beyond the
-cap is read and counted but not kept, and the report says how much was cut.
+The command runs under a small reaper process (`_reaper.py`) in a new session, with no stdin
+and only an allow-listed environment (`command_env`). When the command ends, times out or its
+caller is cancelled, the reaper SIGKILLs every process the command started, including those
+that left its session (`setsid`, a double fork: on Linux the reaper is their subreaper), and
+raf kills the process group besides; the stopping runs shielded from cancellation. Output
+beyond the cap is read and counted but not kept, and the report says how much was cut.
 
 Example:
     >>> import anyio, tempfile
@@ -17,18 +19,28 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shlex
+import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-__all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "DEFAULT_TIMEOUT", "CommandResult", "run_command"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_TIMEOUT",
+    "SAFE_ENV_NAMES",
+    "CommandResult",
+    "command_env",
+    "run_command",
+]
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds a command may run before its process group is killed."""
@@ -36,7 +48,15 @@ DEFAULT_MAX_OUTPUT_BYTES = 16_000
 """Bytes of stdout (and of stderr) kept; the rest is counted and reported as cut."""
 
 _DRAIN_SECONDS = 1.0  # after the kill, how long the pipes may take to report their end
-_REAP_SECONDS = 2.0  # how long the killed leader may take to be reaped
+_REAP_SECONDS = 2.0  # how long the reaper may take to kill the command's processes and end
+_REAPER = str(Path(__file__).with_name("_reaper.py"))
+
+SAFE_ENV_NAMES = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR"}
+    | {"LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_NUMERIC", "LC_TIME"}
+)
+"""The variables of raf's own environment a command sees; everything else (API keys,
+passwords, tokens) stays out unless the workspace is given it (`Workspace(env=...)`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +147,12 @@ async def run_command(
     cwd: Path,
     timeout: float = DEFAULT_TIMEOUT,
     max_output: int = DEFAULT_MAX_OUTPUT_BYTES,
+    env: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Run `command` (a shell string, or an argv list run without a shell) in `cwd`.
+
+    `env` is the whole environment of the command (`command_env()` by default: PATH, HOME,
+    LANG, TERM and the like of this process, nothing else).
 
     Raises:
         OSError: when the command cannot be started (say, the program does not exist).
@@ -137,16 +161,20 @@ async def run_command(
     shown = command if isinstance(command, str) else shlex.join(command)
     if not shown.strip():
         raise ValueError("the command is empty; give a shell command or a program and its args")
+    environment = dict(command_env() if env is None else env)
+    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+    _check_program(argv[0], cwd, environment.get("PATH", os.defpath))
     out, err = _Capture(max_output), _Capture(max_output)
     # Shielded: a cancel while the process starts would kill only its leader (asyncio closes
     # a half-made transport that way) and leave what it started running; the cleanup below
-    # kills the whole group, and the next await sees the cancel.
+    # stops the reaper, which kills everything, and the next await sees the cancel.
     started: Process | None = None
     with anyio.CancelScope(shield=True):
         started = await anyio.open_process(
-            command if isinstance(command, str) else list(command),
+            [sys.executable, "-I", "-S", _REAPER, *argv],
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            env=environment,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -160,16 +188,19 @@ async def run_command(
             readers.start_soon(out.drain, process.stdout)
             readers.start_soon(err.drain, process.stderr)
             with anyio.move_on_after(timeout) as deadline:
-                await process.wait()
+                await process.wait()  # the reaper exits once the command and all it left are gone
             timed_out = deadline.cancelled_caught
-            _kill_group(process)  # what the command left running goes too
+            with anyio.CancelScope(shield=True):
+                await _stop(process)
             with anyio.move_on_after(_DRAIN_SECONDS):
                 await out.ended.wait()
                 await err.ended.wait()
-            readers.cancel_scope.cancel()  # a process that left the group keeps no pipe open
+            readers.cancel_scope.cancel()  # a process stuck in the kernel keeps no pipe open
     finally:
         with anyio.CancelScope(shield=True):
             await _stop(process)
+            with anyio.move_on_after(_REAP_SECONDS):
+                await process.aclose()  # closes the pipes, reaps the reaper
     return CommandResult(
         command=shown,
         exit_code=None if timed_out else process.returncode,
@@ -182,14 +213,36 @@ async def run_command(
     )
 
 
-def _kill_group(process: Process) -> None:
-    """SIGKILL the command's process group (its pid: it leads a new session)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
-        os.killpg(process.pid, signal.SIGKILL)
+def command_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a command runs with: the allow-listed variables of this process
+    (`SAFE_ENV_NAMES`) and `extra`, nothing else, so no API key or password leaks to it.
+
+    Example:
+        >>> sorted(command_env({"CI": "1"}).keys() - SAFE_ENV_NAMES)
+        ['CI']
+    """
+    environment = {name: value for name, value in os.environ.items() if name in SAFE_ENV_NAMES}
+    environment.setdefault("PATH", os.defpath)
+    environment.update(extra or {})
+    return environment
+
+
+def _check_program(program: str, cwd: Path, path: str) -> None:
+    """Raise `FileNotFoundError` when `program` is not an executable (found on `path`)."""
+    found = (
+        os.access(cwd / program, os.X_OK) if "/" in program else shutil.which(program, path=path)
+    )
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, "No such program", program)
 
 
 async def _stop(process: Process) -> None:
-    """Kill the group, reap the leader and close the pipes; shielded by the caller."""
-    _kill_group(process)
-    with anyio.move_on_after(_REAP_SECONDS):
-        await process.aclose()  # closes the pipes, then reaps the leader
+    """End the run: close the reaper's pipe, so it kills everything the command left, and
+    wait for it; when it does not end in time, kill its process group. Shielded by the caller."""
+    if process.returncode is None and process.stdin is not None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+        with anyio.move_on_after(_REAP_SECONDS):
+            await process.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
+        os.killpg(process.pid, signal.SIGKILL)

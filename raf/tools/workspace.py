@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -46,7 +47,7 @@ from raf.tools._files import (
 from raf.tools.cancellation import check_not_cancelled
 from raf.tools.patch import replace_once
 from raf.tools.search import line_matcher
-from raf.tools.shell import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, run_command
+from raf.tools.shell import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, command_env, run_command
 from raf.tools.tool import Tool
 
 DEFAULT_MAX_BYTES = 256 * 1024
@@ -72,6 +73,9 @@ class Workspace:
         max_results: the most entries `list_files` and matching lines `search_files` return.
         max_output_bytes: how much of a command's stdout (and of its stderr) `shell_exec`
             shows.
+        env: variables `shell_exec` commands get on top of the allow-listed few of this
+            process (PATH, HOME, LANG, TERM, ...: `raf.tools.shell.SAFE_ENV_NAMES`); no other
+            variable of this process (API keys, passwords) reaches a command.
 
     Attributes:
         root: the root folder, symlinks resolved.
@@ -88,6 +92,7 @@ class Workspace:
     """
 
     __slots__ = (
+        "_env",
         "_tools",
         "max_bytes",
         "max_output_bytes",
@@ -106,6 +111,7 @@ class Workspace:
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_results: int = DEFAULT_MAX_RESULTS,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         if min(max_bytes, max_results, max_output_bytes) < 1:
             raise ValueError(
@@ -121,6 +127,7 @@ class Workspace:
         self.max_results = max_results
         self.shell = shell
         self.max_output_bytes = max_output_bytes
+        self._env = command_env(env)
         writers = [self.write_file, self.patch_file] if writable else []
         runner = [self.shell_exec] if shell else []
         methods = [self.read_file, *writers, self.list_files, self.search_files, *runner]
@@ -305,7 +312,11 @@ class Workspace:
         folder = self._folder(cwd)
         try:
             result = await run_command(
-                command, cwd=folder, timeout=timeout, max_output=self.max_output_bytes
+                command,
+                cwd=folder,
+                timeout=timeout,
+                max_output=self.max_output_bytes,
+                env=self._env,
             )
         except ValueError as exc:
             raise ToolError(str(exc)) from None

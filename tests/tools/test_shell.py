@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,18 +98,85 @@ async def test_what_a_finished_command_left_running_is_killed(tmp_path: Path) ->
     assert not await _alive(pid)
 
 
-async def test_cancelling_the_run_kills_the_command_and_its_children(tmp_path: Path) -> None:
-    fifo = tmp_path / "ready"
+async def _pids_of_a_cancelled_run(root: Path, command: str) -> list[int]:
+    """Run `command` (which writes pids to the pipe `ready`) in an agent, cancel the run once
+    the pids are written, and return them."""
+    fifo = root / "ready"
     os.mkfifo(fifo)
-    command = "sleep 60 & echo $$ $! > ready; wait"
     provider = ScriptedProvider([tool_calls(("shell_exec", {"command": command})), text("done")])
-    agent = ReactAgent("coder", provider, "Run it.", tools=Workspace(tmp_path, shell=True).tools())
-    pids: list[int] = []
+    agent = ReactAgent("coder", provider, "Run it.", tools=Workspace(root, shell=True).tools())
     with anyio.fail_after(20):
         async with agent.run("go") as stream:
             async for update in stream:
                 if isinstance(update, ToolCallEnd):
-                    pids = [int(p) for p in (await _read_fifo(fifo)).split()]
-                    break
+                    return [int(p) for p in (await _read_fifo(fifo)).split()]
+    raise AssertionError("the command was never called")
+
+
+async def test_cancelling_the_run_kills_the_command_and_its_children(tmp_path: Path) -> None:
+    pids = await _pids_of_a_cancelled_run(tmp_path, "sleep 60 & echo $$ $! > ready; wait")
     assert len(pids) == 2
     assert [await _alive(pid) for pid in pids] == [False, False]
+
+
+async def test_a_command_sees_only_the_allow_listed_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("PGPASSWORD", "hunter2")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    shell = _shell(tmp_path, env={"PROJECT_MODE": "test"})
+    result = await shell.call(json.dumps({"command": "env"}))
+    seen = dict(line.split("=", 1) for line in result.text.split("--- stdout ---\n")[1].split("\n"))
+    assert "sk-secret" not in result.text and "hunter2" not in result.text
+    assert seen["PROJECT_MODE"] == "test" and seen["LANG"] == "C.UTF-8"
+    assert seen["PATH"] == os.environ["PATH"]
+
+
+_DOUBLE_FORK = """
+import os, sys, time
+read, write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(write, str(os.getpid()).encode())
+        os.close(write)
+        if sys.argv[1] == "detach":
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+        time.sleep(60)
+    os._exit(0)
+os.close(write)
+print(os.read(read, 20).decode(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("detach", ["detach", "keep-pipes"])
+async def test_a_double_forked_new_session_is_killed_when_the_command_ends(
+    tmp_path: Path, detach: str
+) -> None:
+    with anyio.fail_after(20):
+        result = await _run(tmp_path, command=[sys.executable, "-c", _DOUBLE_FORK, detach])
+    assert not result.is_error, result.text
+    pid = int(result.text.split("--- stdout ---\n")[1])
+    assert not await _alive(pid)
+
+
+async def test_setsid_does_not_escape_the_timeout(tmp_path: Path) -> None:
+    command = "setsid sleep 60 > /dev/null 2>&1 & echo $! > child.pid; sleep 60"
+    with anyio.fail_after(20):
+        result = await _run(tmp_path, command=command, timeout=0.5)
+    assert "timed out after 0.5 s" in result.text
+    assert not await _alive(int((tmp_path / "child.pid").read_text()))
+
+
+async def test_cancelling_the_run_kills_a_process_in_a_new_session(tmp_path: Path) -> None:
+    command = "setsid sleep 60 > /dev/null 2>&1 & echo $! > ready; wait"
+    [pid] = await _pids_of_a_cancelled_run(tmp_path, command)
+    assert not await _alive(pid)
+
+
+async def test_a_command_killed_by_a_signal_reports_it(tmp_path: Path) -> None:
+    result = await _run(tmp_path, command="kill -TERM $$")
+    assert result.is_error and "exit code -15" in result.text
