@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated
 
 from pydantic import Field
@@ -44,6 +44,7 @@ from raf.tools._files import (
     segments,
     walk,
 )
+from raf.tools._writes import PathLocks, refuse_unsafe_target, replace_file
 from raf.tools.cancellation import check_not_cancelled
 from raf.tools.patch import replace_once
 from raf.tools.search import line_matcher
@@ -76,6 +77,8 @@ class Workspace:
         env: variables `shell_exec` commands get on top of the allow-listed few of this
             process (PATH, HOME, LANG, TERM, ...: `raf.tools.shell.SAFE_ENV_NAMES`); no other
             variable of this process (API keys, passwords) reaches a command.
+        vcs_writable: whether `write_file` and `patch_file` may write under `.git/`, `.hg/`
+            or `.svn/` (whose files can make the user's next `git status` run a command).
 
     Attributes:
         root: the root folder, symlinks resolved.
@@ -93,12 +96,14 @@ class Workspace:
 
     __slots__ = (
         "_env",
+        "_locks",
         "_tools",
         "max_bytes",
         "max_output_bytes",
         "max_results",
         "root",
         "shell",
+        "vcs_writable",
         "writable",
     )
 
@@ -112,6 +117,7 @@ class Workspace:
         max_results: int = DEFAULT_MAX_RESULTS,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         env: Mapping[str, str] | None = None,
+        vcs_writable: bool = False,
     ) -> None:
         if min(max_bytes, max_results, max_output_bytes) < 1:
             raise ValueError(
@@ -123,6 +129,8 @@ class Workspace:
             raise ToolError(f"workspace root {os.fspath(root)!r} is not an existing folder")
         self.root = resolved
         self.writable = writable
+        self.vcs_writable = vcs_writable
+        self._locks = PathLocks()
         self.max_bytes = max_bytes
         self.max_results = max_results
         self.shell = shell
@@ -184,19 +192,18 @@ class Workspace:
             path: the file, relative to the workspace root.
             content: the whole new text of the file.
         """
-        if not self.writable:
-            raise ToolError(f"the workspace {str(self.root)!r} is read-only")
-        target = self._resolve(path)
-        if self._exists(path, target) and not target.is_file():
-            raise ToolError(f"{path!r} exists and is not a regular file; choose another path")
+        target = self._writable(path, existing=False)
         data = content.encode()
-        try:
-            check_not_cancelled()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            check_not_cancelled()
-            target.write_bytes(data)
-        except OSError as exc:
-            raise os_error("write", path, exc) from None
+        with self._locks(target):
+            if self._exists(path, target) and not target.is_file():
+                raise ToolError(f"{path!r} exists and is not a regular file; choose another path")
+            self._refuse_unsafe(path, target)
+            try:
+                check_not_cancelled()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                replace_file(target, data)
+            except OSError as exc:
+                raise os_error("write", path, exc) from None
         return f"wrote {len(data)} bytes to {self._relative(target)!r}"
 
     def patch_file(self, path: str, old_text: str, new_text: str) -> str:
@@ -211,23 +218,22 @@ class Workspace:
             old_text: the exact text to replace, whitespace and indentation included.
             new_text: the text to put in its place (empty to delete it).
         """
-        if not self.writable:
-            raise ToolError(f"the workspace {str(self.root)!r} is read-only")
-        target = self._existing(path)
-        if not target.is_file():
-            raise ToolError(f"{path!r} is not a file; patch_file changes text files")
-        text = self._small_text(target)
-        if text is None:
-            raise ToolError(
-                f"{path!r} is not a UTF-8 text file of at most {self.max_bytes:,} bytes; "
-                "patch_file changes text files (write_file replaces a file whole)"
-            )
-        changed = replace_once(text, old_text, new_text, path)
-        try:
-            check_not_cancelled()
-            target.write_bytes(changed.encode())
-        except OSError as exc:
-            raise os_error("write", path, exc) from None
+        target = self._writable(path, existing=True)
+        with self._locks(target):  # read, change and write with no other write between
+            if not target.is_file():
+                raise ToolError(f"{path!r} is not a file; patch_file changes text files")
+            self._refuse_unsafe(path, target)
+            text = self._small_text(target)
+            if text is None:
+                raise ToolError(
+                    f"{path!r} is not a UTF-8 text file of at most {self.max_bytes:,} bytes; "
+                    "patch_file changes text files (write_file replaces a file whole)"
+                )
+            changed = replace_once(text, old_text, new_text, path)
+            try:
+                replace_file(target, changed.encode())
+            except OSError as exc:
+                raise os_error("write", path, exc) from None
         line = text.count("\n", 0, text.index(old_text)) + 1
         return (
             f"patched {self._relative(target)!r} at line {line}: replaced "
@@ -343,6 +349,16 @@ class Workspace:
                 "relative to the root, without '..' or links leading out of it"
             )
         return target
+
+    def _writable(self, path: str, *, existing: bool) -> Path:
+        """`path` resolved for a write (an `existing` file); an error when read-only."""
+        if not self.writable:
+            raise ToolError(f"the workspace {str(self.root)!r} is read-only")
+        return self._existing(path) if existing else self._resolve(path)
+
+    def _refuse_unsafe(self, path: str, target: Path) -> None:
+        relative = PurePosixPath(target.relative_to(self.root).as_posix())
+        refuse_unsafe_target(path, relative, target, vcs=self.vcs_writable)
 
     def _existing(self, path: str) -> Path:
         target = self._resolve(path)
