@@ -35,7 +35,7 @@ from raf import (
     create_react_adapter,
     tool_handler,
 )
-from raf.testing import Turn, resolve, tool_calls
+from raf.testing import Turn, text, tool_calls
 
 if __package__:  # python -m examples.coding_roles
     from examples._models import provider_for
@@ -79,12 +79,17 @@ CODE = "def add(a, b):\n    return a - b\n\nprint(add(2, 3))\n"
 FIXED = "def add(a, b):\n    return a + b\n\nprint(add(2, 3))\n"
 
 
+def answer(value: dict[str, Any]) -> Turn:
+    """A typed answer as a small model gives it in native mode: the JSON itself."""
+    return text(json.dumps(value))
+
+
 def _tool_results(messages: list[ChatMessage]) -> int:
     return sum(1 for m in messages if m.role == "tool")
 
 
 def _architect(messages: list[ChatMessage]) -> Turn:
-    return resolve({"files": ["calc.py"], "steps": ["write add()", "print add(2, 3)"]})
+    return answer({"files": ["calc.py"], "steps": ["write add()", "print add(2, 3)"]})
 
 
 def _coder(messages: list[ChatMessage]) -> Turn:
@@ -97,7 +102,7 @@ def _coder(messages: list[ChatMessage]) -> Turn:
         return tool_calls(("patch_file", edit))
     if done == 1:
         return tool_calls(("shell_exec", {"command": [sys.executable, "calc.py"]}))
-    return resolve({"summary": "calc.py prints add(2, 3)", "files": ["calc.py"]})
+    return answer({"summary": "calc.py prints add(2, 3)", "files": ["calc.py"]})
 
 
 def _reviewer(messages: list[ChatMessage]) -> Turn:
@@ -107,7 +112,7 @@ def _reviewer(messages: list[ChatMessage]) -> Turn:
     read = results[-1].contents[0]
     wrong = isinstance(read, ToolResultContent) and "a - b" in read.result
     notes = "add() subtracts: return a + b" if wrong else "add() is right and prints 5"
-    return resolve({"approved": not wrong, "notes": notes})
+    return answer({"approved": not wrong, "notes": notes})
 
 
 async def main() -> None:
@@ -123,8 +128,16 @@ async def main() -> None:
         ):
 
             def react(provider: Any, role_tools: list[Any]) -> Any:
+                # As docs/local-models.md advises: typed answers by the server's JSON schema
+                # mode, and tool calls that a small model writes as text still run.
                 definitions = [t.definition for t in role_tools]
-                return create_react_adapter(provider, definitions, tool_handler(role_tools))
+                return create_react_adapter(
+                    provider,
+                    definitions,
+                    tool_handler(role_tools),
+                    output_mode="native",
+                    text_tool_calls=True,
+                )
 
             binding = AdapterBinding(
                 react(architect, readers),

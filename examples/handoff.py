@@ -54,6 +54,7 @@ async def main() -> None:
             triage_model,
             "Find out what the customer needs and hand off to the right agent.",
             description="Routes customers to the right desk.",
+            text_tool_calls=True,  # small local models often write a handoff as text
         )
         billing = ReactAgent(
             "billing",
@@ -61,12 +62,14 @@ async def main() -> None:
             "Fix billing problems with your tools; hand off anything else.",
             tools=[refund],
             description="Refunds, invoices and charges.",
+            text_tool_calls=True,
         )
         sales = ReactAgent(
             "sales",
             sales_model,
             "Help with plans and upgrades.",
             description="Plans, prices and upgrades.",
+            text_tool_calls=True,
         )
         desk = (
             HandoffBuilder(triage, id="desk")

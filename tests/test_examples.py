@@ -36,6 +36,38 @@ EXPECTED = {
 }
 """A line each example prints when it ran through, offline and against an endpoint alike."""
 
+ANSWERS = {
+    "sequential.py": "Edited: Fresh bread, every morning, for everyone.",
+    "review_panel.py": (
+        "verdicts: {'style': 'approve: clear and short', 'tone': 'approve: friendly tone', "
+        "'facts': 'revise: says nothing about price'}"
+    ),
+    "coding_roles.py": (
+        "calc.py: return a + b\n\nevent log of topic calc-task\n",
+        '{"approved": true, "notes": "add() is right and prints 5"}\n',
+    ),
+    "nested.py": "second turn: ['Short enough for a tweet.', 'Audience: families.']",
+    "registry.py": "['newsroom/writing/polish']\npolished\n",
+    "handoff.py": (
+        "[desk/sales] The Pro plan is $9 a month; I have upgraded you.\n"
+        "  step router\nturn 2 answered by desk/sales\n"
+    ),
+    "group_chat.py": "  [room/critic] Tight and vivid. APPROVED\nchat ended after 4 rounds\n",
+    "vote.py": "winner: publish, tally: {'publish': 2.0, 'revise': 1.0}\n",
+}
+"""What each example answers on its scripted model: the end of the run, not its first line."""
+
+
+def printed(stdout: str) -> str:
+    """`stdout` with the text deltas streamed for one path joined into the answer they make."""
+    lines: list[str] = []
+    for line in stdout.splitlines():
+        if lines and line.startswith("[") and lines[-1].split("] ", 1)[0] == line.split("] ")[0]:
+            lines[-1] += line.split("] ", 1)[1]
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
 
 def offline_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAF_MODEL"))}
@@ -62,6 +94,9 @@ def test_example_runs_offline(name: str, how: str, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert EXPECTED[name] in done.stdout
+    answer = ANSWERS.get(name, ())
+    for part in (answer,) if isinstance(answer, str) else answer:
+        assert part in printed(done.stdout)
 
 
 def answer_briefly(messages: list[ChatMessage]) -> Turn:

@@ -1,9 +1,14 @@
 """`GroupChatBuilder`: participants take turns in one shared transcript, a selector choosing.
 
-Each round the selector picks one speaker, which sees the whole transcript and adds its
-messages to it. After every speaker the termination condition is evaluated and the chat stops
-at once when it holds, or when the round bound is reached. The transcript is the session's
-conversation, so the next `run()` continues it, and the selector's position with it.
+Each round the selector picks one speaker among the candidates, which sees the whole
+transcript and adds its messages to it; the selector may end the chat instead (`EndChat`).
+The termination condition is evaluated on the run's input and after every speaker, and the
+chat stops at once when it holds, or when the round bound is reached. The transcript is the
+session's conversation, so the next `run()` continues it, and the selector's position with it;
+a run that fails leaves the selector's state as it was before the run.
+
+A speaker picked twice in a row gets a request ending in the chat's attributed cue (a user
+message), never in its own last answer, which servers such as llama.cpp would continue.
 
 Example:
     >>> import anyio
@@ -20,17 +25,26 @@ Example:
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple, Self, cast
 
 from raf.agent import AgentMetadata, IAgent, check_agent_id
 from raf.builders._participants import check_agent, check_participants, free_id
-from raf.builders.group_chat_selectors import FunctionSelector, Selector, SelectorFn, round_robin
+from raf.builders.group_chat_selectors import (
+    EndChat,
+    FunctionSelector,
+    Selector,
+    SelectorFn,
+    round_robin,
+)
 from raf.builders.group_chat_termination import ChatProgress, TerminationCondition
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
 from raf.engine.executors import AgentExecutor, Executor, conversation_of
 from raf.engine.workflow import Workflow
 from raf.messages import ChatMessage
+from raf.providers.seat import attributed
 from raf.updates import AgentResponse
 
 __all__ = ["GroupChatBuilder"]
@@ -38,6 +52,11 @@ __all__ = ["GroupChatBuilder"]
 DEFAULT_ID = "workflow_group_chat"
 DEFAULT_MAX_ROUNDS = 10
 SELECTOR = "selector"
+BEFORE_RUN = "before_run"
+"""The key of the selector state's copy taken when a run starts, dropped when it ends."""
+
+CandidateFn = Callable[[list[ChatMessage], list[AgentMetadata]], Sequence[str]]
+"""`fn(transcript, participants) -> ids`: the members that may speak next."""
 
 
 class GroupChatBuilder:
@@ -57,6 +76,8 @@ class GroupChatBuilder:
         self._selector: Selector = round_robin()
         self._termination: TerminationCondition | None = None
         self._max_rounds = DEFAULT_MAX_ROUNDS
+        self._repeats = True
+        self._candidates: CandidateFn | None = None
 
     def add_agent(self, agent: IAgent) -> Self:
         """Add a participant.
@@ -67,14 +88,34 @@ class GroupChatBuilder:
         self._agents.append(check_agent("GroupChatBuilder", self._id, agent))
         return self
 
-    def with_selector(self, selector: Selector | SelectorFn) -> Self:
+    def with_selector(
+        self,
+        selector: Selector | SelectorFn,
+        *,
+        allow_repeated_speaker: bool = True,
+        candidates: CandidateFn | None = None,
+    ) -> Self:
         """Choose speakers with `selector`: `round_robin()`, `llm_selector(provider)`, or a
-        function `(transcript, participants) -> id` (sync or async).
+        function `(transcript, candidates) -> id | EndChat` (sync or async).
+
+        Args:
+            selector: the selector.
+            allow_repeated_speaker: False to keep the last speaker out of the next choice
+                (unless it is the only candidate).
+            candidates: `fn(transcript, participants) -> ids`, the members that may speak
+                next; the selector chooses among them.
 
         Raises:
-            TypeError: when `selector` is neither.
+            TypeError: when `selector` is neither, or `candidates` is not callable.
         """
+        if candidates is not None and not callable(candidates):
+            raise TypeError(
+                "with_selector(candidates=...) takes fn(transcript, participants) -> ids, "
+                f"got {candidates!r}"
+            )
         self._selector = selector if isinstance(selector, Selector) else FunctionSelector(selector)
+        self._repeats = allow_repeated_speaker
+        self._candidates = candidates
         return self
 
     def with_termination(self, condition: TerminationCondition) -> Self:
@@ -114,12 +155,11 @@ class GroupChatBuilder:
             free_id(SELECTOR, ids),
             self._selector,
             [a.metadata for a in agents],
-            termination=self._termination,
-            max_rounds=self._max_rounds,
+            ChatRules(self._termination, self._max_rounds, self._repeats, self._candidates),
             workflow_id=self._id,
         )
         builder = WorkflowBuilder(self._id).add_executor(hub)
-        members = [ChatMember(agent, hub.id) for agent in agents]
+        members = [ChatMember(agent, hub.id, self._id) for agent in agents]
         for member in members:
             builder.add_executor(member)
         for member in members:
@@ -140,13 +180,27 @@ class Round(NamedTuple):
     """Speakers that spoke in this run."""
     speaker: str
     """The last speaker of this run ("" before the first)."""
+    said: int = -1
+    """Where the last speaker's messages start in `transcript` (-1: its last message)."""
+
+
+class ChatRules(NamedTuple):
+    """How a chat chooses and stops, as the builder configured it."""
+
+    termination: TerminationCondition | None
+    max_rounds: int
+    repeats: bool
+    """Whether the last speaker may be chosen again."""
+    candidates: CandidateFn | None
 
 
 class ChatSelector(Executor):
     """The chat's hub: ends the chat when it should, else picks the next speaker.
 
     Its output is the id of the speaker it picked (None when the chat ends). Its session
-    state belongs to the selector (the round-robin position).
+    state belongs to the selector (the round-robin position), but for `before_run`: the
+    state as the run found it, put back when a run that never ended (it failed) is followed
+    by a new one.
     """
 
     kind: ClassVar[str] = "selector"
@@ -156,59 +210,114 @@ class ChatSelector(Executor):
         id: str,
         selector: Selector,
         participants: list[AgentMetadata],
+        rules: ChatRules,
         *,
-        termination: TerminationCondition | None,
-        max_rounds: int,
         workflow_id: str,
     ) -> None:
         super().__init__(id)
         self._selector = selector
         self._participants = participants
         self._ids = frozenset(p.id for p in participants)
-        self._termination = termination
-        self._max_rounds = max_rounds
+        self._rules = rules
         self._workflow_id = workflow_id
 
     async def handle(self, message: Any, ctx: NodeContext) -> str | None:
         """Start a run's chat, or continue it after a speaker."""
         if isinstance(message, tuple):
-            chat = Round._make(cast("tuple[Any, ...]", message))
-            if self._ends(chat):
-                await ctx.yield_output(chat.transcript[chat.start :])
-                return None
+            chat = Round(*cast("tuple[Any, ...]", message))
+            new = chat.transcript[chat.said :] if chat.said >= 0 else chat.transcript[-1:]
         else:
+            _begin_run(ctx.state)
             transcript = conversation_of(message, self.id)
             chat = Round(len(transcript), transcript, 0, "")
-        speaker = await self._selector.choose(chat.transcript, list(self._participants), ctx)
-        if speaker not in self._ids:
+            new = self._input(transcript)
+        if self._ends(chat, new):
+            return await self._finish(chat, ctx)
+        candidates = self._candidates(chat)
+        choice: Any = await self._selector.choose(chat.transcript, candidates, ctx)
+        if isinstance(choice, EndChat):
+            return await self._finish(chat, ctx, choice.message)
+        if not isinstance(choice, str) or choice not in {c.id for c in candidates}:
             raise ValueError(
-                f"the selector of group chat {self._workflow_id!r} chose {speaker!r}, which is "
-                f"not a participant; choose one of {sorted(self._ids)}"
+                f"the selector of group chat {self._workflow_id!r} chose {choice!r}, which is "
+                f"not a participant it may choose now; choose one of "
+                f"{[c.id for c in candidates]}, or return EndChat(...) to end the chat"
             )
-        await ctx.send(chat, to=speaker)
-        return speaker
+        await ctx.send(chat, to=choice)
+        return choice
 
-    def _ends(self, chat: Round) -> bool:
-        if chat.rounds >= self._max_rounds:
+    def _input(self, transcript: list[ChatMessage]) -> list[ChatMessage]:
+        """The run's input: the messages at the end that no member of this chat wrote."""
+        start = len(transcript)
+        while start and transcript[start - 1].author not in self._ids:
+            start -= 1
+        return transcript[start:]
+
+    def _candidates(self, chat: Round) -> list[AgentMetadata]:
+        rules = self._rules
+        allowed = self._participants
+        if rules.candidates is not None:
+            named: Any = rules.candidates(chat.transcript, list(allowed))
+            listed = isinstance(named, list | tuple | set | frozenset)
+            ids: set[Any] = set(cast("Sequence[Any]", named)) if listed else set()
+            allowed = [p for p in allowed if p.id in ids]
+            if not allowed:
+                raise ValueError(
+                    f"the candidate filter of group chat {self._workflow_id!r} returned "
+                    f"{named!r}, which names no participant; return a list of ids among "
+                    f"{sorted(self._ids)}"
+                )
+        if not rules.repeats and len(allowed) > 1:
+            allowed = [p for p in allowed if p.id != chat.speaker] or allowed
+        return list(allowed)
+
+    def _ends(self, chat: Round, new: list[ChatMessage]) -> bool:
+        rules = self._rules
+        if chat.rounds >= rules.max_rounds:
             return True
-        condition = self._termination
-        if condition is None:
+        if rules.termination is None:
             return False
-        progress = ChatProgress(chat.transcript, rounds=chat.rounds, speaker=chat.speaker or None)
-        return condition.is_met(progress)
+        progress = ChatProgress(
+            chat.transcript, rounds=chat.rounds, speaker=chat.speaker or None, new=new
+        )
+        return rules.termination.is_met(progress)
+
+    async def _finish(self, chat: Round, ctx: NodeContext, final: str = "") -> None:
+        added = chat.transcript[chat.start :]
+        if final:
+            added.append(ChatMessage.assistant(final, author=self.id))
+        ctx.state.pop(BEFORE_RUN, None)
+        await ctx.yield_output(added)
+
+
+def _begin_run(state: dict[str, Any]) -> None:
+    """Put back the state a failed run left behind, and keep a copy of it for this run."""
+    before = state.pop(BEFORE_RUN, None)
+    if isinstance(before, dict):
+        state.clear()
+        state.update(cast("dict[str, Any]", before))
+    state[BEFORE_RUN] = copy.deepcopy(state)
 
 
 class ChatMember(AgentExecutor):
     """One participant: speaks on the whole transcript, then hands back to the selector."""
 
-    def __init__(self, agent: IAgent, selector: str) -> None:
+    def __init__(self, agent: IAgent, selector: str, chat_id: str) -> None:
         super().__init__(agent, output_response=False)
         self._selector = selector
+        # The chat's cue when this member speaks again, so its request ends in a user turn.
+        self._cue = ChatMessage.user(
+            attributed(chat_id, f"{agent.id}, it is your turn again."), author=chat_id
+        )
 
     async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse:
         """Run the agent on the transcript and send the longer transcript back."""
-        chat = Round._make(cast("tuple[Any, ...]", message))
-        response = await ctx.invoke_agent(self.as_agent(), chat.transcript)
+        chat = Round(*cast("tuple[Any, ...]", message))
+        seen = [*chat.transcript, self._cue] if chat.speaker == self.id else chat.transcript
+        response = await ctx.invoke_agent(self.as_agent(), seen)
         transcript = [*chat.transcript, *response.messages]
-        await ctx.send(Round(chat.start, transcript, chat.rounds + 1, self.id), to=self._selector)
+        said = len(chat.transcript)
+        await ctx.send(
+            Round(chat.start, transcript, chat.rounds + 1, self.id, said), to=self._selector
+        )
         return response

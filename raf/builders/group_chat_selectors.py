@@ -20,6 +20,7 @@ import inspect
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -29,6 +30,7 @@ from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage
 from raf.providers._checks import check_event
 from raf.providers.base import Completion, LlmProvider, TextChunk, UsageReport
+from raf.providers.seat import seen_by
 from raf.run import RunContext
 from raf.updates import AgentResponse, ReasoningDelta, Usage
 
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from raf.engine.context import NodeContext
 
 __all__ = [
+    "EndChat",
     "FunctionSelector",
     "LlmSelector",
     "RoundRobin",
@@ -46,8 +49,25 @@ __all__ = [
     "round_robin",
 ]
 
-SelectorFn = Callable[[list[ChatMessage], list[AgentMetadata]], str | Awaitable[str]]
-"""`fn(transcript, participants) -> id` (sync or async): the id of the next speaker."""
+
+@dataclass(frozen=True, slots=True)
+class EndChat:
+    """What a selector returns instead of a speaker's id to end the chat now.
+
+    Example:
+        >>> EndChat("The team agrees: ship it.").message
+        'The team agrees: ship it.'
+    """
+
+    message: str = ""
+    """The chat's final message, added by the selector (none when empty)."""
+
+
+Choice = str | EndChat
+"""A selector's answer: the id of the next speaker, or `EndChat(...)`."""
+
+SelectorFn = Callable[[list[ChatMessage], list[AgentMetadata]], Choice | Awaitable[Choice]]
+"""`fn(transcript, candidates) -> id | EndChat` (sync or async): the next speaker, or the end."""
 
 DEFAULT_INSTRUCTIONS = (
     "You coordinate a group chat. Read the conversation and choose the participant who "
@@ -64,13 +84,15 @@ class Selector(ABC):
         transcript: list[ChatMessage],
         participants: list[AgentMetadata],
         ctx: NodeContext,
-    ) -> str:
-        """The id of the next speaker.
+    ) -> Choice:
+        """The id of the next speaker, or `EndChat(final_message)` to end the chat.
 
         Args:
             transcript: the conversation so far.
-            participants: the chat's members, in participant order.
-            ctx: the chat's selector node (its `state` belongs to the session).
+            participants: the members that may speak now, in participant order (all of
+                them, unless the chat filters candidates or forbids a repeated speaker).
+            ctx: the chat's selector node (its `state` belongs to the session; a run that
+                fails leaves it as it was before the run).
         """
 
 
@@ -110,7 +132,7 @@ class FunctionSelector(Selector):
         transcript: list[ChatMessage],
         participants: list[AgentMetadata],
         ctx: NodeContext,
-    ) -> str:
+    ) -> Choice:
         """Call the function (awaiting it when it is async)."""
         chosen: Any = self._fn(transcript, participants)
         if inspect.isawaitable(chosen):
@@ -129,25 +151,41 @@ class SpeakerChoice(BaseModel):
     """Why this participant speaks next."""
     speaker: str
     """The id of the participant who speaks next."""
+    finish: bool = False
+    """True to end the chat instead (only asked for with `allow_finish`)."""
+    final_message: str = ""
+    """The chat's final message when it ends."""
 
 
 class LlmSelector(Selector):
     """One structured-output model call choosing among the participants by description.
 
-    An answer that is not JSON or names no participant gets a correction and is asked again,
-    up to `max_attempts` calls; every call counts as a model call of the run's budget.
+    The model sees the transcript from the selector's own seat: every member's message as a
+    user message naming its author, tool calls and results summarised in it, then the
+    question; the request carries a strict JSON-schema response format and no tools. An
+    answer that is not JSON (a JSON object inside prose or a fence is read) or names no
+    candidate gets a correction and is asked again, up to `max_attempts` calls; every call
+    counts as a model call of the run's budget. With one candidate left, the model is not
+    asked.
 
     Args:
         provider: the model.
         instructions: the system message (a default describes the task).
         max_attempts: model calls per choice before giving up.
+        allow_finish: let the model end the chat with a final message (`finish` and
+            `final_message` in its answer).
 
     Raises:
         ValueError: when `max_attempts` is below 1.
     """
 
     def __init__(
-        self, provider: LlmProvider, *, instructions: str | None = None, max_attempts: int = 3
+        self,
+        provider: LlmProvider,
+        *,
+        instructions: str | None = None,
+        max_attempts: int = 3,
+        allow_finish: bool = False,
     ) -> None:
         if not isinstance(provider, LlmProvider):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
@@ -159,20 +197,29 @@ class LlmSelector(Selector):
         self._provider = provider
         self._instructions = instructions or DEFAULT_INSTRUCTIONS
         self._attempts = max_attempts
+        self._finish = allow_finish
 
     async def choose(
         self,
         transcript: list[ChatMessage],
         participants: list[AgentMetadata],
         ctx: NodeContext,
-    ) -> str:
+    ) -> Choice:
         """Ask the model, as an agent of the chat's selector node (its usage streams there)."""
+        if len(participants) == 1 and not self._finish:
+            return participants[0].id
         agent = _ChoiceAgent(
-            ctx.node_id, self._provider, self._instructions, participants, self._attempts
+            ctx.node_id,
+            self._provider,
+            self._instructions,
+            participants,
+            attempts=self._attempts,
+            allow_finish=self._finish,
         )
         response = await ctx.invoke_agent(agent, transcript)
-        assert isinstance(response.value, SpeakerChoice)
-        return response.value.speaker
+        choice = response.value
+        assert isinstance(choice, SpeakerChoice)
+        return EndChat(choice.final_message) if choice.finish else choice.speaker
 
 
 def round_robin() -> Selector:
@@ -186,16 +233,23 @@ def round_robin() -> Selector:
 
 
 def llm_selector(
-    provider: LlmProvider, *, instructions: str | None = None, max_attempts: int = 3
+    provider: LlmProvider,
+    *,
+    instructions: str | None = None,
+    max_attempts: int = 3,
+    allow_finish: bool = False,
 ) -> Selector:
-    """A selector asking `provider` who speaks next, by the participants' descriptions.
+    """A selector asking `provider` who speaks next, by the participants' descriptions
+    (with `allow_finish`, it may end the chat with a final message instead).
 
     Example:
         >>> from raf.testing import ScriptedProvider, text
         >>> isinstance(llm_selector(ScriptedProvider([text("{}")])), LlmSelector)
         True
     """
-    return LlmSelector(provider, instructions=instructions, max_attempts=max_attempts)
+    return LlmSelector(
+        provider, instructions=instructions, max_attempts=max_attempts, allow_finish=allow_finish
+    )
 
 
 class _ChoiceAgent(BaseAgent):
@@ -209,23 +263,29 @@ class _ChoiceAgent(BaseAgent):
         provider: LlmProvider,
         instructions: str,
         participants: list[AgentMetadata],
+        *,
         attempts: int,
+        allow_finish: bool,
     ) -> None:
         super().__init__(id)
         self._provider = provider
         self._ids = [p.id for p in participants]
         roster = "\n".join(f"- {p.id}: {p.description or p.name}" for p in participants)
         self._system = ChatMessage.system(f"{instructions}\n\nParticipants:\n{roster}")
-        self._ask = ChatMessage.user(
-            "Who speaks next? Answer with JSON: "
-            '{"reason": "<why, briefly>", "speaker": "<one of: ' + ", ".join(self._ids) + '>"}'
-        )
-        self._format = _response_format(self._ids)
+        shape = '{"reason": "<why, briefly>", "speaker": "<one of: ' + ", ".join(self._ids) + '>"'
+        if allow_finish:
+            shape += (
+                ', "finish": <true to end the chat now>, "final_message": "<the chat\'s '
+                'closing message when finish is true>"'
+            )
+        self._ask = ChatMessage.user(f"Who speaks next? Answer with JSON: {shape}}}")
+        self._format = _response_format(self._ids, allow_finish=allow_finish)
         self._attempts = attempts
 
     async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
         """Ask until the model names a participant, or the attempts run out."""
-        request = [self._system, *messages, self._ask]
+        # From the selector's seat: the members' messages are attributed user messages.
+        request = [*seen_by(self.id, messages, system=(self._system,)), self._ask]
         usage = Usage()
         problem = ""
         for _ in range(self._attempts):
@@ -279,12 +339,11 @@ class _ChoiceAgent(BaseAgent):
 
     def _parse(self, text: str) -> tuple[SpeakerChoice | None, str]:
         """The choice, or None and what is wrong with the answer."""
-        body = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```")
-        try:
-            data: Any = json.loads(body)
-            choice = SpeakerChoice.model_validate(data)
-        except (ValueError, ValidationError):
+        choice = _read_choice(text)
+        if choice is None:
             return None, f"Your answer {text[:200]!r} is not the JSON object asked for."
+        if choice.finish:
+            return choice, ""
         if choice.speaker not in self._ids:
             return None, (
                 f"{choice.speaker!r} is not a participant; the participants are "
@@ -293,8 +352,28 @@ class _ChoiceAgent(BaseAgent):
         return choice, ""
 
 
-def _response_format(ids: Sequence[str]) -> dict[str, Any]:
+def _read_choice(text: str) -> SpeakerChoice | None:
+    """The first JSON object in `text` that is a `SpeakerChoice` (bare, fenced or in prose)."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            data, _ = decoder.raw_decode(text, start)
+            return SpeakerChoice.model_validate(data)
+        except (ValueError, ValidationError):
+            start = text.find("{", start + 1)
+    return None
+
+
+def _response_format(ids: Sequence[str], *, allow_finish: bool) -> dict[str, Any]:
     """A strict JSON-schema response format whose `speaker` is one of `ids`."""
+    properties: dict[str, Any] = {
+        "reason": {"type": "string"},
+        "speaker": {"type": "string", "enum": list(ids)},
+    }
+    if allow_finish:
+        properties["finish"] = {"type": "boolean"}
+        properties["final_message"] = {"type": "string"}
     return {
         "type": "json_schema",
         "json_schema": {
@@ -302,11 +381,8 @@ def _response_format(ids: Sequence[str]) -> dict[str, Any]:
             "strict": True,
             "schema": {
                 "type": "object",
-                "properties": {
-                    "reason": {"type": "string"},
-                    "speaker": {"type": "string", "enum": list(ids)},
-                },
-                "required": ["reason", "speaker"],
+                "properties": properties,
+                "required": list(properties),
                 "additionalProperties": False,
             },
         },

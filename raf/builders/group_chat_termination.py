@@ -1,8 +1,10 @@
 """Termination conditions of a group chat, composed with `|` (either) and `&` (both).
 
 A condition is a pure function of the chat's progress in the current `run()`: it is evaluated
-after every speaker's message, and the chat stops at once when it holds. Conditions keep no
-state of their own, so one condition serves any number of chats and sessions.
+on the run's input and after every speaker, and the chat stops at once when it holds. Text
+conditions look at every message added since the last check (all a speaker said, or the
+input), not only the last message. Conditions keep no state of their own, so one condition
+serves any number of chats and sessions.
 
 Example:
     >>> from raf.messages import ChatMessage
@@ -46,6 +48,14 @@ class ChatProgress:
     """Speakers that spoke in this run."""
     speaker: str | None
     """The id of the last speaker of this run (None before the first)."""
+    new: Sequence[ChatMessage] | None = None
+    """The messages added since the last check: what the last speaker said, or the run's
+    input before the first speaker (None: the last message of `transcript` alone)."""
+
+    @property
+    def added(self) -> Sequence[ChatMessage]:
+        """`new`, or the last message of the transcript when `new` is None."""
+        return self.new if self.new is not None else self.transcript[-1:]
 
 
 class TerminationCondition(ABC):
@@ -114,7 +124,7 @@ class MaxRounds(TerminationCondition):
 
 @dataclass(frozen=True, slots=True)
 class TextMention(TerminationCondition):
-    """Met when the last message's text contains `text` (case-sensitive).
+    """Met when a message added since the last check contains `text` (case-sensitive).
 
     Raises:
         ValueError: when `text` is empty.
@@ -128,9 +138,8 @@ class TextMention(TerminationCondition):
             raise ValueError(f"TextMention needs a non-empty text, got {self.text!r}")
 
     def is_met(self, progress: ChatProgress) -> bool:
-        """True when the last message mentions `text`."""
-        transcript = progress.transcript
-        return bool(transcript) and self.text in transcript[-1].text
+        """True when one of the messages added since the last check mentions `text`."""
+        return any(self.text in m.text for m in progress.added)
 
 
 @dataclass(frozen=True, slots=True, init=False)

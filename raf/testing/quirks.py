@@ -25,6 +25,9 @@ class Quirks:
     prefill: bool = False
     """A request whose last message is `assistant` is continued, not answered: the reply is
     that message's text followed by the script's (llama.cpp by default, vLLM, Anthropic)."""
+    refuse_trailing_assistants: bool = False
+    """A request ending in two or more `assistant` messages is answered with HTTP 400 "Cannot
+    have 2 or more assistant messages at the end of the list" (llama.cpp)."""
     tool_calls_as_text: TextToolCalls | None = None
     """Scripted tool calls are written as text in this form, as small models do."""
     repeat_tool_name: bool = False

@@ -220,10 +220,9 @@ class ScriptedOpenAIServer:
             await send_json(stream, 400, error_body(400, f"invalid request body: {exc}"))
             return True
         self.requests.append(recorded)
-        refused = self._refused_format(recorded)
-        if refused is not None:
-            message = f"response_format type {refused!r} is not supported by this server"
-            await send_json(stream, 400, error_body(400, message))
+        refusal = self._refusal(recorded)
+        if refusal is not None:
+            await send_json(stream, 400, error_body(400, refusal))
             return True
         try:
             turn = self._quirky(self._picker.next(recorded.messages), recorded)
@@ -233,9 +232,16 @@ class ScriptedOpenAIServer:
             return True
         return await self._answer_watched(stream, reader, turn, recorded)
 
-    def _refused_format(self, request: ServerRequest) -> str | None:
+    def _refusal(self, request: ServerRequest) -> str | None:
+        """Why a server with these quirks answers the request with HTTP 400, if it does."""
+        quirks = self._quirks
         kind = (request.response_format or {}).get("type")
-        return kind if kind in self._quirks.refused_response_formats else None
+        if kind in quirks.refused_response_formats:
+            return f"response_format type {kind!r} is not supported by this server"
+        roles = [m.role for m in request.messages[-2:]]
+        if quirks.refuse_trailing_assistants and roles == ["assistant", "assistant"]:
+            return "Cannot have 2 or more assistant messages at the end of the list"
+        return None
 
     def _quirky(self, turn: Turn, request: ServerRequest) -> Turn:
         """The turn as a server with these quirks would answer it."""

@@ -134,7 +134,8 @@ async def test_selector_calls_count_in_the_budget() -> None:
 
 async def test_an_llm_selector_that_never_names_a_participant_fails_clearly() -> None:
     picks = ScriptedProvider(lambda m: text("the poet, I think"))
-    room = chat(speaker("a")).with_selector(llm_selector(picks, max_attempts=2)).build()
+    room = chat(speaker("a"), speaker("b")).with_selector(llm_selector(picks, max_attempts=2))
+    room = room.build()
     with pytest.raises(SchemaValidationError, match="named no participant in 2 attempts") as info:
         await room.as_agent().run("go").collect()
     assert info.value.path == ("chat", "selector")
