@@ -1,11 +1,12 @@
 """`MagenticBuilder`: Magentic-One, a manager that plans, delegates round by round and answers.
 
 The graph is a star: the `orchestrator` node and one node per participant, with an edge each
-way. Each round the orchestrator asks the manager for a progress ledger and sends the chosen
-participant the team's work with an instruction; the participant's answer comes back. The
+way. The manager writes the task ledger in two calls (the facts, then the plan); each round
+the orchestrator asks it for a progress ledger and sends the chosen participant the request,
+the task ledger, the team's work and an instruction; the participant's answer comes back. The
 ledgers, the team transcript and the round, stall and reset counters live in the session
 (the orchestrator's `ctx.state`), so a second `run()` continues the task and a checkpoint
-taken between rounds resumes exactly.
+taken between rounds resumes exactly; a turn that failed is undone when the next one starts.
 
 Example:
     >>> import anyio, json
@@ -13,8 +14,6 @@ Example:
     >>> from raf.testing import ScriptedProvider, text
     >>> def manager(messages):
     ...     prompt = messages[0].text
-    ...     if "task ledger" in prompt:
-    ...         return text(json.dumps({"facts": "none", "plan": "- calc adds"}))
     ...     if "progress ledger" in prompt:
     ...         done = "TEAM TRANSCRIPT" in messages[-1].text
     ...         yes_no = lambda answer: {"reason": "-", "answer": answer}
@@ -23,7 +22,9 @@ Example:
     ...             "is_progress_being_made": yes_no(True),
     ...             "next_speaker": {"reason": "-", "answer": "calc"},
     ...             "instruction": {"reason": "-", "answer": "add 2 and 2"}}))
-    ...     return text("2 + 2 = 4")
+    ...     if "final answer" in prompt:
+    ...         return text("2 + 2 = 4")
+    ...     return text("- calc adds")  # the task ledger: the facts, then the plan
     >>> calc = FunctionAgent("calc", lambda messages: "4")
     >>> team = MagenticBuilder(ScriptedProvider(manager), id="team").add_agent(calc).build()
     >>> anyio.run(team.as_agent().run("what is 2 + 2?").collect).text
@@ -34,22 +35,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from raf._defaults import new_list
 from raf.agent import IAgent, check_agent_id
-from raf.builders._participants import check_participants, free_id
-from raf.builders.magentic_ledger import ProgressLedger, TaskLedger
+from raf.builders._participants import check_agent, check_participants, free_id
+from raf.builders.magentic_ledger import ProgressLedger, Stall, TaskLedger
 from raf.builders.magentic_manager import (
     MANAGER,
     Briefing,
     ManagerCall,
+    facts_prompt,
     final_prompt,
-    ledger_prompt,
+    plan_prompt,
     progress_prompt,
+    team_briefing,
 )
+from raf.builders.magentic_review import REVIEWS, review_payload, revision_in
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
 from raf.engine.executors import AgentExecutor, Executor, conversation_of
@@ -90,7 +95,7 @@ class MagenticBuilder:
 
     def add_agent(self, agent: IAgent) -> Self:
         """Add a participant; the manager sees its id and description."""
-        self._agents.append(agent)
+        self._agents.append(check_agent("MagenticBuilder", self._id, agent))
         return self
 
     def with_limits(self, max_rounds: int = 20, max_stalls: int = 3, max_resets: int = 2) -> Self:
@@ -118,8 +123,12 @@ class MagenticBuilder:
 
     def with_plan_review(self) -> Self:
         """Ask a human to approve or edit the task ledger before the team starts and after
-        each re-plan: "approve" (or `{"approved": true}`) approves; any other answer is the
-        human's revision, which the manager folds into the plan."""
+        each re-plan.
+
+        Approvals are read as people write them ("approve", "Approved.", "yes", "LGTM",
+        `{"approved": true}`, or the request's choice "approve"); any other answer is the
+        human's revision, which the manager folds into the plan and which goes back to the
+        human, until approved (after `REVIEWS` revisions the last one is taken)."""
         self._review = True
         return self
 
@@ -162,6 +171,17 @@ class _Review(BaseModel):
 
     ledger: TaskLedger
     mark: str
+    answered: int = 0
+    """Reviews of this handling the human already answered (each with a revision)."""
+
+
+class _Turn(BaseModel):
+    """The session as it was when the current turn started: a failed turn goes back to it."""
+
+    ledger: TaskLedger | None
+    transcript: int
+    """The transcript's length."""
+    since: int
 
 
 class _State(BaseModel):
@@ -179,6 +199,8 @@ class _State(BaseModel):
     resets: int = 0
     speaker: str | None = None
     review: _Review | None = None
+    turn: _Turn | None = None
+    """Set while a turn runs; still set when a new one starts means the last one failed."""
 
 
 class Member(AgentExecutor):
@@ -218,11 +240,13 @@ class Orchestrator(Executor):
         self._limits = limits
         self._review = review
         manager = free_id(MANAGER, [id, *self._agents])
-        self._planner = ManagerCall(provider, "task", id=manager, author=workflow_id)
+        self._manager = {
+            what: ManagerCall(provider, what, id=manager, author=workflow_id)
+            for what in ("facts", "plan", "final")
+        }
         self._assessor = ManagerCall(
             provider, "progress", id=manager, author=workflow_id, speakers=list(self._agents)
         )
-        self._writer = ManagerCall(provider, "final", id=manager, author=workflow_id)
 
     async def handle(self, message: Any, ctx: NodeContext) -> Any:
         """Take the run's input or a participant's answer, and go on until someone must act."""
@@ -243,6 +267,13 @@ class Orchestrator(Executor):
     async def _start_turn(
         self, ctx: NodeContext, state: _State, request: list[ChatMessage], mark: str
     ) -> None:
+        before = state.turn
+        if before is not None:
+            # The last turn failed: its transcript and ledger must not brief this one.
+            state.ledger = before.ledger
+            del state.transcript[before.transcript :]
+            state.since = before.since
+        state.turn = _Turn(ledger=state.ledger, transcript=len(state.transcript), since=state.since)
         state.request = request
         state.round = state.stalls = state.resets = 0
         state.review = None
@@ -254,9 +285,10 @@ class Orchestrator(Executor):
         limits = self._limits
         while True:
             progress = await self._progress(ctx, state)
-            if progress.is_request_satisfied.answer:
+            if isinstance(progress, ProgressLedger) and progress.is_request_satisfied.answer:
                 return await self._finish(ctx, state, None)
-            state.stalls = state.stalls + 1 if progress.stalled else max(0, state.stalls - 1)
+            stalled = not isinstance(progress, ProgressLedger) or progress.stalled
+            state.stalls = state.stalls + 1 if stalled else max(0, state.stalls - 1)
             if state.stalls >= limits.max_stalls:
                 if state.resets >= limits.max_resets:
                     return await self._finish(
@@ -271,14 +303,15 @@ class Orchestrator(Executor):
                 return await self._finish(
                     ctx, state, f"the limit of {limits.max_rounds} rounds was reached"
                 )
-            return await self._delegate(ctx, state, progress)
+            if isinstance(progress, ProgressLedger):
+                return await self._delegate(ctx, state, progress)
 
-    async def _progress(self, ctx: NodeContext, state: _State) -> ProgressLedger:
+    async def _progress(self, ctx: NodeContext, state: _State) -> ProgressLedger | Stall:
         assert state.ledger is not None
         briefing = self._briefing(state, state.transcript[state.since :])
         prompt = [ChatMessage.system(progress_prompt(briefing, state.ledger)), briefing.message()]
         response = await ctx.invoke_agent(self._assessor, prompt)
-        progress = cast(ProgressLedger, response.value)
+        progress = cast(ProgressLedger | Stall, response.value)
         await ctx.emit(ReasoningDelta(text=progress.render(state.round + 1)))
         return progress
 
@@ -293,7 +326,9 @@ class Orchestrator(Executor):
         state.round += 1
         state.speaker = speaker
         _save(ctx, state)
-        await ctx.send([*state.request, *state.transcript[state.since :]], to=speaker)
+        assert state.ledger is not None
+        plan = team_briefing(self._briefing(state, ()), state.ledger, self._workflow_id)
+        await ctx.send([*state.request, plan, *state.transcript[state.since :]], to=speaker)
 
     async def _replan(self, ctx: NodeContext, state: _State, mark: str) -> None:
         """Reset the participants for this session and let the manager make a new plan."""
@@ -312,10 +347,14 @@ class Orchestrator(Executor):
     async def _plan(
         self, ctx: NodeContext, state: _State, ledger: TaskLedger | None, why: str
     ) -> TaskLedger:
+        """The task ledger in two calls: the fact sheet, then the plan made from it."""
         briefing = self._briefing(state, state.transcript[state.since :])
-        prompt = [ChatMessage.system(ledger_prompt(briefing, ledger, why)), briefing.message()]
-        response = await ctx.invoke_agent(self._planner, prompt)
-        return cast(TaskLedger, response.value)
+        asked = briefing.message()
+        prompt = [ChatMessage.system(facts_prompt(briefing, ledger, why)), asked]
+        facts = cast(str, (await ctx.invoke_agent(self._manager["facts"], prompt)).value)
+        prompt = [ChatMessage.system(plan_prompt(briefing, facts, ledger, why)), asked]
+        plan = cast(str, (await ctx.invoke_agent(self._manager["plan"], prompt)).value)
+        return TaskLedger(facts=facts, plan=plan)
 
     async def _adopt(self, ctx: NodeContext, state: _State, ledger: TaskLedger, mark: str) -> None:
         """Take `ledger` as the plan, after the human's review when there is one."""
@@ -329,24 +368,26 @@ class Orchestrator(Executor):
         await self._settle_review(ctx, state)
 
     async def _settle_review(self, ctx: NodeContext, state: _State) -> None:
+        """Ask the human until the ledger is approved (or `REVIEWS` revisions were made)."""
         review = state.review
         assert review is not None
-        answer = await ctx.request_info(
-            {
-                "type": "plan_review",
-                "facts": review.ledger.facts,
-                "plan": review.ledger.plan,
-                "hint": 'answer "approve" (or {"approved": true}), or with your revision',
-            }
-        )
-        revision = _revision(answer)
-        ledger = review.ledger
-        if revision is not None:
-            state.ledger = ledger
+        # Resuming re-runs this handling: the reviews answered before come back as they were.
+        for _ in range(review.answered):
+            await ctx.request_info(review_payload(review.ledger))
+        while True:
+            revision = revision_in(await ctx.request_info(review_payload(review.ledger)))
+            if revision is None:
+                break
+            state.ledger = review.ledger
             why = f"A person reviewed this plan and asks for this revision:\n{revision}"
-            ledger = await self._plan(ctx, state, ledger, why)
+            ledger = await self._plan(ctx, state, review.ledger, why)
             await ctx.emit(ReasoningDelta(text=ledger.render()))
-        state.ledger = ledger
+            review = _Review(ledger=ledger, mark=review.mark, answered=review.answered + 1)
+            if review.answered >= REVIEWS:
+                break
+            state.review = review
+            _save(ctx, state)
+        state.ledger = review.ledger
         state.review = None
         _save(ctx, state)
 
@@ -358,13 +399,14 @@ class Orchestrator(Executor):
             ChatMessage.system(final_prompt(briefing, state.ledger, stopped)),
             briefing.message(),
         ]
-        response = await ctx.invoke_agent(self._writer, prompt)
+        response = await ctx.invoke_agent(self._manager["final"], prompt)
         state.speaker = None
+        state.turn = None
         _save(ctx, state)
         await ctx.yield_output(response.messages)
         return response.messages
 
-    def _briefing(self, state: _State, transcript: list[ChatMessage]) -> Briefing:
+    def _briefing(self, state: _State, transcript: Sequence[ChatMessage]) -> Briefing:
         return Briefing(team=self._team, request=state.request, transcript=transcript)
 
 
@@ -383,21 +425,6 @@ def _answer_of(response: AgentResponse, speaker: str) -> ChatMessage:
         if message.text:
             return message
     return ChatMessage.assistant("(no answer)", author=speaker)
-
-
-def _revision(answer: Any) -> str | None:
-    """None when the human approved; otherwise their revision as text."""
-    if isinstance(answer, str):
-        text = answer.strip()
-        return None if text.lower() in ("approve", "approved") else text
-    if isinstance(answer, dict):
-        fields = cast(dict[str, Any], answer)
-        if fields.get("approved") is True:
-            return None
-        for key in ("revision", "feedback", "plan"):
-            if isinstance(fields.get(key), str):
-                return str(fields[key])
-    return json.dumps(answer)
 
 
 def _digest(message: Any) -> str:

@@ -12,32 +12,45 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel
-
 from raf.adapters.meter import CallMeter
-from raf.adapters.structured import structured_call
 from raf.agent import BaseAgent
-from raf.builders.magentic_ledger import ProgressLedger, TaskLedger, progress_format
-from raf.errors import SchemaValidationError
-from raf.messages import ChatMessage
-from raf.providers._checks import check_event
-from raf.providers.base import Completion, LlmProvider
+from raf.builders._model_json import ask_json, ask_text
+from raf.builders.magentic_ledger import (
+    ProgressLedger,
+    Reading,
+    Stall,
+    TaskLedger,
+    progress_format,
+)
+from raf.messages import ChatMessage, TextContent
+from raf.providers.base import LlmProvider
 from raf.run import RunContext
 from raf.updates import AgentResponse, MessageCompleted
 
-__all__ = ["Briefing", "ManagerCall", "final_prompt", "ledger_prompt", "progress_prompt"]
+__all__ = [
+    "Briefing",
+    "ManagerCall",
+    "facts_prompt",
+    "final_prompt",
+    "plan_prompt",
+    "progress_prompt",
+    "team_briefing",
+]
 
 MANAGER = "manager"
 """The id the manager's calls run under (below the Magentic workflow's path)."""
 
-SPEAKER_ATTEMPTS = 3
-"""Progress ledgers asked for before a wrong `next_speaker` fails the run."""
+LEDGER_ATTEMPTS = 3
+"""Progress ledgers asked for (each after a correction) before a round counts as a stall."""
 
-TASK_LEDGER = "write the task ledger"
-UPDATE_LEDGER = "rewrite the task ledger"
+TASK_LEDGER = "survey the facts"
+UPDATE_LEDGER = "rewrite the fact sheet"
+PLAN = "make a plan"
+UPDATE_PLAN = "make a new plan"
 PROGRESS_LEDGER = "fill in the progress ledger"
 FINAL_ANSWER = "write the final answer"
-"""Phrases that tell the manager's calls apart (a scripted manager can key on them)."""
+"""Phrases that tell the manager's calls apart (a scripted manager can key on them): the task
+ledger is two calls, the facts and then the plan (a re-plan rewrites both)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,38 +74,75 @@ class Briefing:
     def roster(self) -> str:
         return "\n".join(f"- {agent}: {about}" for agent, about in self.team)
 
+    def head(self) -> str:
+        return f"You are the manager of a team working on a request. The team:\n{self.roster()}\n"
 
-def ledger_prompt(briefing: Briefing, ledger: TaskLedger | None, why: str) -> str:
-    """The system prompt of a task-ledger call (a new ledger when `ledger` is None)."""
-    head = f"You are the manager of a team working on a request. The team:\n{briefing.roster()}\n"
-    shape = 'Answer with JSON only: {"facts": "...", "plan": "..."}.'
+
+_HEADINGS = (
+    "1. GIVEN OR VERIFIED FACTS: facts and figures the request itself gives (there may be "
+    "none).\n"
+    "2. FACTS TO LOOK UP: facts to look up, and where exactly they might be found.\n"
+    "3. FACTS TO DERIVE: facts to work out by reasoning, computation or simulation.\n"
+    "4. EDUCATED GUESSES: what you recall, suspect or can reasonably guess.\n"
+    "Facts are specific: names, dates, numbers, statistics."
+)
+
+
+def facts_prompt(briefing: Briefing, ledger: TaskLedger | None, why: str) -> str:
+    """The system prompt of the first task-ledger call: the fact sheet (a rewrite when
+    `ledger` is the one so far)."""
     if ledger is None:
         return (
-            f"{head}\nBefore the team starts, {TASK_LEDGER}:\n"
-            "- facts: what the request gives, what must be looked up, what must be derived, "
-            "and educated guesses;\n"
-            "- plan: short bullet points saying which team member does what.\n" + shape
+            f"{briefing.head()}\nBefore the team starts, {TASK_LEDGER} of the request below. "
+            "Answer under these four headings, and nothing else (no plan yet):\n" + _HEADINGS
         )
     return (
-        f"{head}\nThe task ledger so far:\nFACTS:\n{ledger.facts}\nPLAN:\n{ledger.plan}\n\n"
-        f"{why}\nNow {UPDATE_LEDGER}: update the facts with what has been learned, and make a "
-        "plan that gets the request done (avoiding what went wrong).\n" + shape
+        f"{briefing.head()}\nThe task ledger so far:\n{ledger.render_sheets()}\n\n{why}\n"
+        f"Now {UPDATE_LEDGER}: keep its four headings, add what the team has learned, move "
+        "guesses that were confirmed to the verified facts, and add or revise at least one "
+        "educated guess, saying why. Answer with the fact sheet only:\n" + _HEADINGS
+    )
+
+
+def plan_prompt(briefing: Briefing, facts: str, ledger: TaskLedger | None, why: str) -> str:
+    """The system prompt of the second task-ledger call: the plan, from the facts."""
+    if ledger is None:
+        return (
+            f"{briefing.head()}\nThe fact sheet:\n{facts}\n\nNow {PLAN} for the request "
+            "below: short bullet points saying which team member does what. Not every member "
+            "has to take part; involve only those the request needs. Answer with the plan only."
+        )
+    return (
+        f"{briefing.head()}\nThe fact sheet:\n{facts}\n\nThe plan so far:\n{ledger.plan}\n\n"
+        f"{why}\nSay in a sentence what went wrong or what must change, then {UPDATE_PLAN}: "
+        "short bullet points that get the request done, work around what went wrong and do "
+        "not repeat the same mistakes. Involve only the team members above."
     )
 
 
 def progress_prompt(briefing: Briefing, ledger: TaskLedger) -> str:
-    """The system prompt of a progress-ledger call."""
+    """The system prompt of a progress-ledger call: five questions, each with a reason."""
     names = ", ".join(agent for agent, _ in briefing.team)
     return (
-        f"You are the manager of a team working on a request. The team:\n{briefing.roster()}\n\n"
-        f"TASK LEDGER\nFACTS:\n{ledger.facts}\nPLAN:\n{ledger.plan}\n\n"
-        f"Now {PROGRESS_LEDGER}, answering each question with a reason:\n"
-        "- is_request_satisfied: is the request fully and successfully addressed? (true/false)\n"
-        "- is_in_loop: is the team repeating the same requests or answers? (true/false)\n"
-        "- is_progress_being_made: is the team moving forward? (true/false)\n"
-        f"- next_speaker: who acts next? (one of: {names})\n"
-        "- instruction: what that member should do now (an instruction or a question).\n"
-        'Answer with JSON only, each entry {"reason": "...", "answer": ...}.'
+        f"{briefing.head()}\nTASK LEDGER\n{ledger.render_sheets()}\n\n"
+        f"Now {PROGRESS_LEDGER} for the request below, answering each question with a reason:\n"
+        "- is_request_satisfied: is the request fully and successfully addressed? true only "
+        "when it is done; false while any part of it is still open or was not done "
+        "successfully.\n"
+        "- is_in_loop: is the team going round in circles, repeating the same requests or "
+        "getting the same answers as before? A loop can span several rounds.\n"
+        "- is_progress_being_made: is the team moving forward? true when it is just starting "
+        "or the latest messages add something; false when they show it stuck in a loop or "
+        "blocked (say, unable to read something it needs).\n"
+        f"- next_speaker: who should act next? (one of: {names})\n"
+        "- instruction: what instruction or question do you give that member? Speak to them "
+        "directly, and include everything they need to know.\n"
+        "Answer with JSON only, exactly this shape:\n"
+        '{"is_request_satisfied": {"reason": "...", "answer": true or false}, '
+        '"is_in_loop": {"reason": "...", "answer": true or false}, '
+        '"is_progress_being_made": {"reason": "...", "answer": true or false}, '
+        f'"next_speaker": {{"reason": "...", "answer": "one of: {names}"}}, '
+        '"instruction": {"reason": "...", "answer": "..."}}'
     )
 
 
@@ -106,16 +156,30 @@ def final_prompt(briefing: Briefing, ledger: TaskLedger | None, stopped: str | N
         "give the best answer so far."
     )
     return (
-        f"You are the manager of a team that worked on a request.{known}\nFrom the team's "
-        f"work, {FINAL_ANSWER} to the request, addressed to the person who asked.{note}"
+        f"You are the manager of a team that worked on a request.{known}\nFrom what the team "
+        f"found, {FINAL_ANSWER} to the original request, addressed to the person who "
+        f"asked.{note}"
     )
 
 
-class ManagerCall(BaseAgent):
-    """One kind of manager call: a task ledger, a progress ledger, or the final answer.
+def team_briefing(briefing: Briefing, ledger: TaskLedger, author: str) -> ChatMessage:
+    """The task ledger as the participants see it, before the team's work and each
+    instruction."""
+    text = (
+        "We are working on the request above. The team:\n"
+        f"{briefing.roster()}\n\nThe fact sheet:\n{ledger.facts}\n\n"
+        f"The plan to follow as well as we can:\n{ledger.plan}"
+    )
+    return ChatMessage(role="user", contents=[TextContent(text=text)], author=author)
 
-    Its messages are the prompt (system and user); the response's value is the validated
-    ledger, or its message the final answer, authored by the Magentic workflow.
+
+class ManagerCall(BaseAgent):
+    """One kind of manager call: the facts, the plan, a progress ledger, or the final answer.
+
+    Its messages are the prompt (system and user). The response's value is the fact sheet or
+    the plan (text), or the progress ledger (None when the manager wrote no usable one in
+    `LEDGER_ATTEMPTS` tries: the orchestrator counts a stall); the final answer is its
+    message, authored by the Magentic workflow.
     """
 
     kind = "manager"
@@ -123,7 +187,7 @@ class ManagerCall(BaseAgent):
     def __init__(
         self,
         provider: LlmProvider,
-        what: Literal["task", "progress", "final"],
+        what: Literal["facts", "plan", "progress", "final"],
         *,
         id: str = MANAGER,
         author: str,
@@ -137,59 +201,37 @@ class ManagerCall(BaseAgent):
         self._format = progress_format(speakers) if what == "progress" else None
 
     async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
-        """Make the call (and, for a progress ledger, ask again for a valid speaker)."""
+        """Make the call (for a progress ledger, correcting and asking again, bounded)."""
         meter = CallMeter(ctx, ctx.path[:-1])  # on the workflow's path
-        if self._what == "final":
-            message = await self._answer(messages, meter)
-            return AgentResponse(messages=[message], usage=meter.usage())
-        if self._what == "task":
-            ledger = await self._ledger(messages, TaskLedger, meter)
-        else:
+        if self._what == "progress":
             ledger = await self._progress(messages, meter)
-        return AgentResponse(usage=meter.usage(), value=ledger)
-
-    async def _ledger(
-        self, messages: list[ChatMessage], schema: type[BaseModel], meter: CallMeter
-    ) -> BaseModel:
-        meter.charge()
-        return await structured_call(
-            self._provider, messages, schema, self._format, on_event=meter.on_event
+            return AgentResponse(usage=meter.usage(), value=ledger)
+        meter.text = self._what == "final"
+        text = await ask_text(
+            self._provider, messages, before_call=meter.charge, on_event=meter.on_event
         )
-
-    async def _progress(self, messages: list[ChatMessage], meter: CallMeter) -> ProgressLedger:
-        conversation = list(messages)
-        for _ in range(SPEAKER_ATTEMPTS):
-            ledger = await self._ledger(conversation, ProgressLedger, meter)
-            assert isinstance(ledger, ProgressLedger)
-            speaker = ledger.next_speaker.answer
-            if speaker in self._speakers:
-                return ledger
-            conversation += [
-                ChatMessage.assistant(ledger.model_dump_json()),
-                ChatMessage.user(
-                    f"next_speaker {speaker!r} is not on the team; answer again with "
-                    f"next_speaker one of: {', '.join(self._speakers)}"
-                ),
-            ]
-        raise SchemaValidationError(
-            f"the manager ({self._provider.model!r}) named no team member as next_speaker in "
-            f"{SPEAKER_ATTEMPTS} progress ledgers (team: {list(self._speakers)}); use a model "
-            "that follows the response format, or describe the participants better"
-        )
-
-    async def _answer(self, messages: list[ChatMessage], meter: CallMeter) -> ChatMessage:
-        meter.charge()
-        meter.text = True
-        text = ""
-        async with self._provider.stream(messages) as events:
-            async for event in events:
-                check_event(event, self._provider.model, meter.path)
-                await meter.on_event(event)
-                if isinstance(event, Completion):
-                    text = event.text
+        if self._what != "final":
+            return AgentResponse(usage=meter.usage(), value=text.strip())
         message = ChatMessage.assistant(text, author=self._author)
         await meter.ctx.emit(MessageCompleted(message=message, path=meter.path))
-        return message
+        return AgentResponse(messages=[message], usage=meter.usage())
+
+    async def _progress(
+        self, messages: list[ChatMessage], meter: CallMeter
+    ) -> ProgressLedger | Stall:
+        answer = await ask_json(
+            self._provider,
+            messages,
+            Reading,
+            format=self._format,
+            attempts=LEDGER_ATTEMPTS,
+            check=lambda reading: reading.problem(self._speakers),
+            before_call=meter.charge,
+            on_event=meter.on_event,
+        )
+        if answer.value is None:
+            return Stall(problems=answer.problems)
+        return answer.value.ledger()
 
 
 def _line(message: ChatMessage) -> str:

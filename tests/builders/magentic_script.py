@@ -9,9 +9,11 @@ from typing import Any
 
 from raf.builders.magentic_manager import (
     FINAL_ANSWER,
+    PLAN,
     PROGRESS_LEDGER,
     TASK_LEDGER,
     UPDATE_LEDGER,
+    UPDATE_PLAN,
 )
 from raf.messages import ChatMessage
 from raf.testing import Turn, text
@@ -39,12 +41,17 @@ def progress(
 
 
 def kind_of(messages: list[ChatMessage]) -> str:
-    """Which manager call a request is: task, update, progress or final."""
+    """Which manager call a request is: task or update (the facts of a new or a rewritten
+    ledger), plan or replan (its plan), progress or final."""
     prompt = messages[0].text
     if UPDATE_LEDGER in prompt:
         return "update"
     if TASK_LEDGER in prompt:
         return "task"
+    if UPDATE_PLAN in prompt:
+        return "replan"
+    if PLAN in prompt:
+        return "plan"
     if PROGRESS_LEDGER in prompt:
         return "progress"
     assert FINAL_ANSWER in prompt, prompt
@@ -66,16 +73,18 @@ class Manager:
         kind = kind_of(messages)
         self.calls.append((kind, messages))
         if kind in ("task", "update"):
-            n = sum(1 for k, _ in self.calls if k in ("task", "update"))
-            return text(json.dumps({"facts": f"facts {n}", "plan": f"plan {n}"}))
+            return text(f"facts {sum(1 for k, _ in self.calls if k in ('task', 'update'))}")
+        if kind in ("plan", "replan"):
+            return text(f"plan {sum(1 for k, _ in self.calls if k in ('plan', 'replan'))}")
         if kind == "progress":
             step = self.rounds.pop(0)
             ledger = step(messages) if callable(step) else step
             return text(json.dumps(ledger))
         return text(self.answer)
 
-    def kinds(self) -> list[str]:
-        return [k for k, _ in self.calls]
+    def kinds(self, *, plans: bool = False) -> list[str]:
+        """The calls' kinds in order; a ledger's plan call only with `plans`."""
+        return [k for k, _ in self.calls if plans or k not in ("plan", "replan")]
 
     def prompts(self, kind: str) -> list[str]:
         """System prompt plus briefing of every call of `kind`."""

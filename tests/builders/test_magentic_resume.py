@@ -41,7 +41,9 @@ def model(messages: list[ChatMessage]) -> Turn:
         return text("written up")
     kind = kind_of(messages)
     if kind == "task":
-        return text(json.dumps({"facts": "none yet", "plan": "- researcher looks it up"}))
+        return text("none yet")
+    if kind == "plan":
+        return text("- researcher looks it up")
     if kind == "progress":
         briefing = messages[-1].text
         if "[writer] written up" in briefing:
@@ -70,9 +72,10 @@ async def test_react_agents_over_real_http_send_the_ledger_formats() -> None:
     assert called == [(("team", "researcher"), "answer: 42")]
     formats = [r.response_format for r in server.requests]
     names = [f["json_schema"]["name"] if f else None for f in formats]
-    # task ledger, progress, researcher (tool call, answer), progress, writer, progress, final
+    # facts, plan, progress, researcher (tool call, answer), progress, writer, progress, final
     assert names == [
-        "TaskLedger",
+        None,
+        None,
         "ProgressLedger",
         None,
         None,
@@ -81,17 +84,19 @@ async def test_react_agents_over_real_http_send_the_ledger_formats() -> None:
         "ProgressLedger",
         None,
     ]
-    progress_schema = formats[1]["json_schema"]["schema"]  # type: ignore[index]
+    progress_schema = formats[2]["json_schema"]["schema"]  # type: ignore[index]
     speaker = progress_schema["$defs"]["SpeakerChoice"]["properties"]["answer"]
     assert speaker["enum"] == ["researcher", "writer"]
-    assert [t.name for t in server.requests[2].tools] == ["lookup"]
+    assert [t.name for t in server.requests[3].tools] == ["lookup"]
     assert server.requests[0].tools == [] and server.requests[-1].tools == []
     manager_roster = server.requests[0].messages[0].text
     assert "- researcher: researcher" in manager_roster and "- writer: writes" in manager_roster
     # The writer was told what to do, after seeing the researcher's answer.
-    writer_request = server.requests[5].messages
+    writer_request = server.requests[6].messages
     assert "found answer: 42" in " ".join(m.text for m in writer_request)
     assert writer_request[-1].text == "write it up"
+    # It was shown the plan, too.
+    assert "- researcher looks it up" in " ".join(m.text for m in writer_request)
 
 
 def counted(calls: Counter[str], agent_id: str) -> FunctionAgent:
