@@ -1,15 +1,15 @@
-"""File helpers of the workspace tools: reading ranges of lines, walking folders, globbing."""
+"""File helpers of the workspace tools: reading ranges of lines, walking folders."""
 
 from __future__ import annotations
 
 import codecs
 import os
-from collections.abc import Iterator, Sequence
-from fnmatch import fnmatchcase
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from raf.errors import ToolError
+from raf.tools.cancellation import check_not_cancelled
 from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS
 
 SNIFF_BYTES = 8192
@@ -59,6 +59,7 @@ def read_lines(file: BinaryIO, path: str, offset: int, limit: int | None) -> str
 def walk(base: Path, depth: int | None) -> Iterator[tuple[tuple[str, ...], bool, Path]]:
     """(parts below `base`, is a folder, path) of everything under `base`, links not followed."""
     for folder, dirnames, filenames in os.walk(base):
+        check_not_cancelled()  # an abandoned worker thread stops here
         here = Path(folder)
         prefix = here.relative_to(base).parts
         dirnames.sort()
@@ -68,25 +69,6 @@ def walk(base: Path, depth: int | None) -> Iterator[tuple[tuple[str, ...], bool,
             yield (*prefix, name), False, here / name
         if depth is not None and len(prefix) + 1 >= depth:
             dirnames.clear()  # the pattern cannot match anything deeper
-
-
-def segments(pattern: str) -> list[str]:
-    """The '/'-separated parts of a glob, with runs of '**' folded into one."""
-    found: list[str] = []
-    for segment in pattern.strip("/").split("/"):
-        if segment == "**" and found[-1:] == ["**"]:
-            continue  # '**/**' is '**'; keeps matching linear
-        found.append(segment)
-    return found
-
-
-def match(parts: Sequence[str], globs: Sequence[str]) -> bool:
-    """Whether path `parts` match glob `globs`, where '**' matches any number of parts."""
-    if not globs:
-        return not parts
-    if globs[0] == "**":
-        return any(match(parts[i:], globs[1:]) for i in range(len(parts) + 1))
-    return bool(parts) and fnmatchcase(parts[0], globs[0]) and match(parts[1:], globs[1:])
 
 
 def capped(lines: list[str], cap: int, shown: str) -> str:

@@ -21,16 +21,20 @@ import re2  # pyright: ignore[reportMissingTypeStubs]
 
 from raf.errors import ToolError
 
-__all__ = ["line_matcher"]
+__all__ = ["Re2Pattern", "compile_re2", "line_matcher"]
 
 
-class _Pattern(Protocol):
-    def search(self, text: str) -> object | None: ...
+class Re2Pattern(Protocol):
+    """The part of a compiled RE2 expression raf uses."""
+
+    def search(self, text: str) -> object | None:
+        """A match object when the expression matches somewhere in `text`, else None."""
+        ...
 
 
 # google-re2 ships no type information; these are the parts used, typed.
 _re2: Any = re2
-_compile = cast(Callable[[str, Any], _Pattern], _re2.compile)
+_compile = cast(Callable[[str, Any], Re2Pattern], _re2.compile)
 _Error = cast(type[Exception], _re2.error)
 _OPTIONS: Any = _re2.Options()
 _OPTIONS.log_errors = False  # the error is the model's to read, not stderr's
@@ -47,14 +51,26 @@ def line_matcher(pattern: str, *, regex: bool) -> Callable[[str], bool]:
     if not regex:
         return lambda line: pattern in line
     try:
-        compiled = _compile(pattern, _OPTIONS)
-    except _Error as exc:
+        compiled = compile_re2(pattern)
+    except ValueError as exc:
         raise ToolError(
             f"pattern {pattern!r} is not a regular expression search_files can run: "
-            f"{_reason(exc)}. Searches run on RE2, which has no backreferences or "
+            f"{exc}. Searches run on RE2, which has no backreferences or "
             "lookaround; use plain text (regex=false) or a simpler expression"
         ) from None
     return lambda line: compiled.search(line) is not None
+
+
+def compile_re2(pattern: str) -> Re2Pattern:
+    """`pattern` compiled by RE2.
+
+    Raises:
+        ValueError: when RE2 cannot compile it, with RE2's reason.
+    """
+    try:
+        return _compile(pattern, _OPTIONS)
+    except _Error as exc:
+        raise ValueError(_reason(exc)) from None
 
 
 def _reason(exc: Exception) -> str:

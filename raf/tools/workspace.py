@@ -38,12 +38,11 @@ from raf.tools._files import (
     SNIFF_BYTES,
     capped,
     clip,
-    match,
     os_error,
     read_lines,
-    segments,
     walk,
 )
+from raf.tools._glob import Glob
 from raf.tools._writes import PathLocks, refuse_unsafe_target, replace_file
 from raf.tools.cancellation import check_not_cancelled
 from raf.tools.patch import replace_once
@@ -249,12 +248,10 @@ class Workspace:
                 '*.py' its Python files, '**/*.py' those of every subfolder too.
         """
         base = self._folder(path)
-        globs = segments(pattern)
-        depth = None if "**" in globs else len(globs)
-        found: list[str] = []
-        for parts, is_dir, entry in walk(base, depth):
-            if match(parts, globs):
-                found.append(self._relative(entry) + ("/" if is_dir else ""))
+        glob = Glob(pattern)
+        found = [
+            self._relative(entry) + ("/" if is_dir else "") for entry, is_dir in glob.walk(base)
+        ]
         if not found:
             return f"nothing under {path!r} matches {pattern!r}"
         found.sort()
