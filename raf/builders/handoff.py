@@ -3,8 +3,11 @@
 Each ReAct participant gets a synthetic tool `handoff_to_<id>` per agent it may hand off to
 (every other participant, unless `add_handoff` declares the routes); calling it moves control,
 with the whole conversation, to that agent. The turn ends when the active agent answers
-without a handoff, and the next turn on the session starts at that agent (or at the triage
-agent, with `with_resume_at("triage")`).
+without a handoff, and the next turn on the session starts at that agent when it can hand off,
+else at the triage agent (a `FunctionAgent` or a workflow would otherwise keep every later
+turn to itself); `with_resume_at("triage")` always starts at the triage agent,
+`with_resume_at("last")` always at the agent that answered. `build()` warns
+(`UnreachableHandoffWarning`) about agents, and so routes, that no handoff can reach.
 
 Example:
     >>> import anyio
@@ -20,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, NamedTuple, Self, cast
 
@@ -36,13 +40,21 @@ from raf.react.exits import ExitTool
 from raf.tools.definition import ToolDefinition
 from raf.updates import AgentResponse
 
+__all__ = ["HandoffBuilder", "ResumeAt", "UnreachableHandoffWarning"]
+
 DEFAULT_ID = "workflow_handoff_triage"
 DEFAULT_MAX_HANDOFFS = 10
 ROUTER = "router"
 TOOL_PREFIX = "handoff_to_"
 
-ResumeAt = Literal["active", "triage"]
-"""Where a turn starts: at the agent that ended the last turn, or always at the triage agent."""
+ResumeAt = Literal["active", "triage", "last"]
+"""Where a turn starts: at the agent that ended the last turn if it can hand off (else at the
+triage agent), always at the triage agent, or always at the agent that ended the last turn."""
+
+
+class UnreachableHandoffWarning(UserWarning):
+    """`HandoffBuilder.build()` found participants that no handoff route reaches from the
+    triage agent: they, and the routes from them, can never be taken."""
 
 
 class HandoffBuilder:
@@ -52,7 +64,8 @@ class HandoffBuilder:
     the target's description; all participants may hand off to all others until the first
     `add_handoff`, after which only declared routes exist. A participant that is not a
     `ReactAgent` (a workflow agent, any `IAgent`) is a terminal specialist: it gets no tools
-    and its answer ends the turn. Two handoff calls in one answer: the first takes effect,
+    and its answer ends the turn, after which the next turn starts at the triage agent again
+    (unless `with_resume_at("last")`). Two handoff calls in one answer: the first takes effect,
     the others get an error result saying so.
 
     Args:
@@ -107,19 +120,25 @@ class HandoffBuilder:
         return self
 
     def with_resume_at(self, at: ResumeAt) -> Self:
-        """Start each turn at the agent that ended the last one (`"active"`, the default) or
-        at the triage agent (`"triage"`).
+        """Start each turn at the agent that ended the last one when it can hand off, else at
+        the triage agent (`"active"`, the default); always at the triage agent (`"triage"`);
+        or always at the agent that ended the last one, even one that cannot hand off
+        (`"last"`).
 
         Raises:
             ValueError: for any other value.
         """
-        if at not in ("active", "triage"):
-            raise ValueError(f'with_resume_at takes "active" or "triage", got {at!r}')
+        if at not in ("active", "triage", "last"):
+            raise ValueError(f'with_resume_at takes "active", "triage" or "last", got {at!r}')
         self._resume_at = at
         return self
 
     def build(self) -> Workflow:
         """Check participants and routes and compile the handoffs onto the graph engine.
+
+        Warns:
+            UnreachableHandoffWarning: when no route leads from the triage agent to some
+                participants (their routes can never be taken).
 
         Raises:
             GraphValidationError: a participant that is not an agent, duplicate ids, a route
@@ -130,7 +149,9 @@ class HandoffBuilder:
         by_id = {agent.id: agent for agent in agents}
         routes = self._checked_routes(by_id)
         ids = list(by_id)
-        router = Router(free_id(ROUTER, ids), ids[0], frozenset(ids), self._resume_at)
+        self._warn_unreachable(routes, ids[0])
+        settled = frozenset(i for i in ids if routes[i])
+        router = Router(free_id(ROUTER, ids), ids[0], settled, self._resume_at, frozenset(ids))
         steps = [
             HandoffStep(
                 agent,
@@ -153,6 +174,27 @@ class HandoffBuilder:
         # The router, the first agent, one superstep per handoff, the router again.
         builder.set_max_supersteps(self._max_handoffs + 3)
         return builder.set_start(router).build(check_structure=False).with_kind("handoff")
+
+    def _warn_unreachable(self, routes: dict[str, list[str]], triage: str) -> None:
+        reached = {triage}
+        frontier = [triage]
+        while frontier:
+            for target in routes[frontier.pop()]:
+                if target not in reached:
+                    reached.add(target)
+                    frontier.append(target)
+        unreachable = [i for i in routes if i not in reached]
+        if not unreachable:
+            return
+        dead = [f"{s} -> {t}" for s in unreachable for t in routes[s]]
+        never = f"; so the routes {', '.join(dead)} can never be taken" if dead else ""
+        warnings.warn(
+            f"HandoffBuilder {self._id!r}: no handoff route leads from the triage agent "
+            f"{triage!r} to {', '.join(map(repr, unreachable))}{never}; add_handoff() a route "
+            "to them, or leave them out",
+            UnreachableHandoffWarning,
+            stacklevel=3,
+        )
 
     def _checked_routes(self, by_id: dict[str, IAgent]) -> dict[str, list[str]]:
         """The targets of each participant; declared routes checked against the participants."""
@@ -240,10 +282,19 @@ class Router(Executor):
 
     kind: ClassVar[str] = "router"
 
-    def __init__(self, id: str, triage: str, ids: frozenset[str], resume_at: ResumeAt) -> None:
+    def __init__(
+        self,
+        id: str,
+        triage: str,
+        settled: frozenset[str],
+        resume_at: ResumeAt,
+        ids: frozenset[str],
+    ) -> None:
         super().__init__(id)
         self._triage = triage
-        self._ids = ids
+        # A turn resumes at an agent that can hand off; one that cannot would keep every
+        # later turn to itself.
+        self._resumable = ids if resume_at == "last" else settled
         self._resume_at: ResumeAt = resume_at
 
     async def handle(self, message: Any, ctx: NodeContext) -> str | None:
@@ -254,8 +305,8 @@ class Router(Executor):
             await ctx.yield_output(turn.conversation[turn.start :])
             return None
         conversation = conversation_of(message, self.id)
-        active: Any = ctx.state.get("active") if self._resume_at == "active" else None
-        first = active if active in self._ids else self._triage
+        active: Any = ctx.state.get("active") if self._resume_at != "triage" else None
+        first = active if active in self._resumable else self._triage
         await ctx.send(Turn(len(conversation), conversation, [first]), to=first)
         return cast(str, first)
 

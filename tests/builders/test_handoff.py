@@ -17,6 +17,7 @@ from raf import (
     Session,
 )
 from raf.agent import IAgent
+from raf.builders.handoff import UnreachableHandoffWarning
 from raf.errors import GraphValidationError
 from raf.messages import ChatMessage, ToolCallContent, ToolResultContent, message_list_adapter
 from raf.providers.openai import OpenAIProvider, create_client
@@ -228,8 +229,41 @@ async def test_function_agents_and_foreign_agents_are_terminal_specialists() -> 
     assert response.messages[-1].text == "refunded"
     names = [d.name for d in requests(triage)[0].tools]
     assert names == ["handoff_to_refunds", "handoff_to_faq"]
-    only_functions = HandoffBuilder(faq, id="faq_desk").add_agent(FunctionAgent("x", str)).build()
-    assert (await only_functions.as_agent().run("q").collect()).text == "see the FAQ"
+    only_functions = HandoffBuilder(faq, id="faq_desk").add_agent(FunctionAgent("x", str))
+    with pytest.warns(UnreachableHandoffWarning, match="from the triage agent 'faq' to 'x';"):
+        built = only_functions.build()
+    assert (await built.as_agent().run("q").collect()).text == "see the FAQ"
+
+
+async def test_after_an_agent_that_cannot_hand_off_the_next_turn_starts_at_triage() -> None:
+    to_faq = tool_calls(("handoff_to_faq", {}))
+    triage = react("triage", [to_faq, text("Anything else?"), to_faq])
+    faq = FunctionAgent("faq", lambda m: "See our FAQ.", "Answers common questions.")
+    desk = HandoffBuilder(triage, id="desk").add_agent(faq).add_handoff(triage, [faq])
+    session = Session()
+    agent = desk.build().as_agent()
+    assert (await agent.run("Opening hours?", session).collect()).text == "See our FAQ."
+    assert (await agent.run("Hello again", session).collect()).text == "Anything else?"
+    # With "last", the agent that answered keeps the next turn, whatever it is.
+    sticky = HandoffBuilder(react("triage", [to_faq]), id="desk").add_agent(faq)
+    sticky_agent = sticky.with_resume_at("last").build().as_agent()
+    await sticky_agent.run("Opening hours?", session := Session()).collect()
+    again = await sticky_agent.run("And on Sunday?", session).collect()
+    assert [m.author for m in again.messages] == ["faq"]
+
+
+def test_build_warns_about_agents_no_route_reaches() -> None:
+    a, b, c = react("a", []), react("b", []), react("c", [])
+    builder = HandoffBuilder(a, id="desk").add_agent(b).add_agent(c)
+    builder.add_handoff(a, [b]).add_handoff(c, [a, b])
+    with pytest.warns(UnreachableHandoffWarning) as caught:
+        builder.build()
+    assert str(caught[0].message) == (
+        "HandoffBuilder 'desk': no handoff route leads from the triage agent 'a' to 'c'; so "
+        "the routes c -> a, c -> b can never be taken; add_handoff() a route to them, or "
+        "leave them out"
+    )
+    assert caught[0].filename == __file__
 
 
 async def test_nested_in_a_sequence_with_a_nested_specialist_every_token_reaches_the_top() -> None:
@@ -320,7 +354,7 @@ def test_build_mistakes_name_the_ids() -> None:
         HandoffBuilder("triage")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"add_agent\(agent\) takes an agent"):
         HandoffBuilder(triage).add_agent(ReactAgent)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match='"active" or "triage"'):
+    with pytest.raises(ValueError, match='"active", "triage" or "last"'):
         HandoffBuilder(triage).with_resume_at("billing")  # type: ignore[arg-type]
 
 
