@@ -23,15 +23,16 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import anyio
 from pydantic import BaseModel, Field
 
 from raf._defaults import new_dict
 from raf.agent import IAgent, check_agent_id
-from raf.builders._participants import check_participants, free_id
+from raf.builders._participants import check_agent, check_participants, free_id
 from raf.builders.vote_ballot import Ballot, VoteResult, check_ballot_schema, read_ballot
+from raf.builders.vote_judge import ask_judge
 from raf.builders.vote_policy import VotePolicy, count, plurality, settled
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext, Suspended
@@ -70,8 +71,12 @@ class VoteBuilder:
         self._quorum: int | None = None
 
     def add_agent(self, agent: IAgent) -> Self:
-        """Add a voter."""
-        self._agents.append(agent)
+        """Add a voter.
+
+        Raises:
+            TypeError: `agent` is not an agent instance (an id, a class, a `Workflow`).
+        """
+        self._agents.append(check_agent("VoteBuilder", self._id, agent))
         return self
 
     def with_ballot(self, schema: type[BaseModel]) -> Self:
@@ -127,7 +132,7 @@ class VoteBuilder:
         _check_policy(self._id, policy, ids, self._quorum)
         taken = [a.id for a in everyone]
         poll = Poll(free_id(POLL, taken), voters, self._schema, policy, self._quorum)
-        tally = Count(free_id(COUNT, taken), self._id, ids, policy, self._quorum)
+        tally = Count(free_id(COUNT, taken), self._id, ids, policy, self._quorum, self._schema)
         builder = WorkflowBuilder(self._id).add_executor(poll).add_executor(tally)
         builder.add_edge(poll, tally)
         return builder.set_start(poll).build(check_structure=False).with_kind("vote")
@@ -168,11 +173,14 @@ class Poll(Executor):
         progress = None if kept is None else _Progress.model_validate(kept)
         if progress is None or progress.question != mark:
             progress = _Progress(question=mark)
-        ballots, errors = progress.ballots, progress.errors
+        schema = self.rules.schema
+        ballots = {v: _read(schema, b) for v, b in progress.ballots.items()}
+        errors = progress.errors
         round_ = _Round(self.rules, question, ballots, errors)
         await round_.run(ctx, [v for v in self._voters if v.id not in ballots])
         if round_.waits:
             # Kept for the resume, which runs only the voters that wait.
+            progress.ballots = {v: _dump(b) for v, b in ballots.items()}
             ctx.state["poll"] = progress.model_dump(mode="json")
             raise BaseExceptionGroup("voters wait for a human", round_.waits)
         ctx.state.pop("poll", None)
@@ -182,7 +190,7 @@ class Poll(Executor):
                 errors.setdefault(voter, "cancelled: the outcome was already decided")
         result = _PollResult(
             question=question,
-            ballots={v: ballots[v] for v in self._order},
+            ballots={v: _dump(ballots[v]) for v in self._order},
             errors={v: errors[v] for v in self._order if v in errors},
             decided_early=round_.decided_early,
         ).model_dump(mode="json")
@@ -195,7 +203,8 @@ class _Progress(BaseModel):
 
     question: str
     """A digest of the question, so a different question starts afresh."""
-    ballots: dict[str, Ballot | None] = Field(default_factory=new_dict)
+    ballots: dict[str, dict[str, Any] | None] = Field(default_factory=new_dict)
+    """The ballots in, as JSON of the ballot schema."""
     errors: dict[str, str] = Field(default_factory=new_dict)
 
 
@@ -203,7 +212,8 @@ class _PollResult(BaseModel):
     """What the poll sends the count (as JSON)."""
 
     question: list[ChatMessage]
-    ballots: dict[str, Ballot | None]
+    ballots: dict[str, dict[str, Any] | None]
+    """As JSON of the ballot schema."""
     errors: dict[str, str]
     decided_early: bool
 
@@ -225,7 +235,7 @@ class _Round:
         self,
         rules: _Rules,
         question: list[ChatMessage],
-        ballots: dict[str, Ballot | None],
+        ballots: dict[str, BaseModel | None],
         errors: dict[str, str],
     ) -> None:
         self.rules = rules
@@ -243,12 +253,19 @@ class _Round:
         # Each voter starts after the one before it has begun, so calls are named in order.
         turns = [anyio.Event() for _ in voters]
         turns[0].set()
-        async with anyio.create_task_group() as group:
-            for index, voter in enumerate(voters):
-                scope = anyio.CancelScope()
-                self.scopes[voter.id] = scope
-                following = turns[index + 1] if index + 1 < len(voters) else None
-                group.start_soon(self._vote, ctx, voter, scope, turns[index], following)
+        try:
+            async with anyio.create_task_group() as group:
+                for index, voter in enumerate(voters):
+                    scope = anyio.CancelScope()
+                    self.scopes[voter.id] = scope
+                    following = turns[index + 1] if index + 1 < len(voters) else None
+                    group.start_soon(self._vote, ctx, voter, scope, turns[index], following)
+        except BaseExceptionGroup as group:
+            # Voters that crossed the run's budget or deadline at once: one error, the first.
+            limits, _ = group.split((BudgetExceeded, RunTimeout))
+            if limits is None:
+                raise
+            raise _first_leaf(limits) from None
         if self.waits and self._decided(sorted(self.waiting)):
             # Settled without the voters that wait: they are left out, and nothing waits.
             self.decided_early = True
@@ -304,7 +321,7 @@ class _Round:
         valid = sum(1 for b in self.ballots.values() if b is not None)
         if valid < rules.quorum:
             return False
-        choices = {v: (None if b is None else b.choice) for v, b in self.ballots.items()}
+        choices = {v: _choice(b) for v, b in self.ballots.items()}
         return settled(rules.policy, choices, outstanding, rules.order)
 
 
@@ -320,8 +337,10 @@ class Count(Executor):
         order: list[str],
         policy: VotePolicy,
         quorum: int | None,
+        schema: type[BaseModel],
     ) -> None:
         super().__init__(id)
+        self._schema = schema
         self._vote_id = vote_id
         self._order = order
         self._policy = policy
@@ -333,12 +352,13 @@ class Count(Executor):
 
     def models(self) -> Sequence[type[BaseModel]]:
         """The vote's value, which checkpoints bring back as itself."""
-        return (VoteResult, Ballot)
+        return (VoteResult, Ballot, self._schema)
 
     async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse:
         """Tally, check the quorum, and yield the `VoteResult` with the winner's message."""
         poll = _PollResult.model_validate(message)
-        ballots, errors = poll.ballots, dict(poll.errors)
+        ballots = {v: _read(self._schema, b) for v, b in poll.ballots.items()}
+        errors = dict(poll.errors)
         valid = sum(1 for b in ballots.values() if b is not None)
         if self._quorum is not None and valid < self._quorum:
             reasons = "; ".join(f"{v}: {e}" for v, e in errors.items()) or "none given"
@@ -347,11 +367,13 @@ class Count(Executor):
                 f"than its quorum of {self._quorum} (why the others have none: {reasons}); "
                 "lower with_quorum(), or give the voters a ballot schema they can fill"
             )
-        choices = {v: None if b is None else b.choice for v, b in ballots.items()}
+        choices = {v: _choice(b) for v, b in ballots.items()}
         outcome = count(self._policy, choices, self._order)
         winner = outcome.winner
-        if outcome.needs_judge:
-            winner = await self._ask_judge(ctx, poll.question, ballots, errors)
+        judge = self._policy.judge
+        if outcome.needs_judge and judge is not None:
+            in_play = list(outcome.tally)
+            winner = await ask_judge(ctx, judge, self._vote_id, poll.question, ballots, in_play)
         result = VoteResult(
             winner=winner,
             tally=outcome.tally,
@@ -368,32 +390,25 @@ class Count(Executor):
         await ctx.yield_output(response)
         return response
 
-    async def _ask_judge(
-        self,
-        ctx: NodeContext,
-        question: list[ChatMessage],
-        ballots: dict[str, Ballot | None],
-        errors: dict[str, str],
-    ) -> str | None:
-        judge = self._policy.judge
-        assert judge is not None
-        lines = [
-            f"- {voter}: {b.choice} (confidence {b.confidence:g})"
-            + (f": {b.rationale}" if b.rationale else "")
-            for voter, b in ballots.items()
-            if b is not None
-        ]
-        brief = ChatMessage.user(
-            "The voters did not agree. Their ballots:\n"
-            + "\n".join(lines)
-            + "\nDecide: answer with the winning choice only."
-        )
-        response = await ctx.invoke_agent(judge, [*question, brief])
-        ballot, problem = read_ballot(response, Ballot)
-        if ballot is None:
-            errors[judge.id] = f"the judge gave no choice: {problem}"
-            return None
-        return ballot.choice
+
+def _read(schema: type[BaseModel], ballot: dict[str, Any] | None) -> BaseModel | None:
+    return None if ballot is None else schema.model_validate(ballot)
+
+
+def _dump(ballot: BaseModel | None) -> dict[str, Any] | None:
+    return None if ballot is None else ballot.model_dump(mode="json")
+
+
+def _choice(ballot: BaseModel | None) -> str | None:
+    # A ballot schema has a `choice: str` field (checked by `with_ballot`).
+    return None if ballot is None else cast(str, ballot.__dict__["choice"])
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first: BaseException = group.exceptions[0]
+    while isinstance(first, BaseExceptionGroup):
+        first = cast("BaseExceptionGroup[BaseException]", first).exceptions[0]
+    return first
 
 
 def _check_policy(vote_id: str, policy: VotePolicy, ids: list[str], quorum: int | None) -> None:

@@ -10,9 +10,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
 
 from raf._defaults import new_dict
 from raf.adapters.structured import validate_json
@@ -25,7 +25,8 @@ __all__ = ["Ballot", "VoteResult", "check_ballot_schema", "read_ballot"]
 class Ballot(BaseModel):
     """One voter's ballot: the choice, how sure it is, and why.
 
-    A custom ballot schema's extra fields are kept on the ballot (`ballot.model_extra`).
+    A custom ballot schema's instances are the ballots; a `Ballot` keeps any other field it
+    is given (`ballot.model_extra`).
 
     Example:
         >>> Ballot(choice="tea", confidence=0.8, rationale="warmer").choice
@@ -57,13 +58,24 @@ class VoteResult(BaseModel):
     """The winning choice, or None (no majority, no unanimity, no valid ballot)."""
     tally: dict[str, float]
     """Summed ballot weight per choice."""
-    ballots: dict[str, Ballot | None]
-    """Every voter's ballot, in participant order; None for one that abstained, was
-    cancelled, failed or gave an invalid ballot."""
+    ballots: dict[str, SerializeAsAny[BaseModel] | None]
+    """Every voter's ballot, an instance of the ballot schema, in participant order; None for
+    one that abstained, was cancelled, failed or gave an invalid ballot. (Brought back from
+    JSON without the schema, a ballot is a `Ballot` that keeps every other field.)"""
     decided_early: bool = False
     """The outcome was fixed before every voter answered, and the rest were cancelled."""
     errors: dict[str, str] = Field(default_factory=new_dict)
     """Why each voter without a ballot has none (and a judge's failure, by its id)."""
+
+    @field_validator("ballots", mode="before")
+    @classmethod
+    def _read_ballots(cls, ballots: Any) -> Any:
+        if not isinstance(ballots, dict):
+            return ballots
+        return {
+            voter: Ballot.model_validate(b) if isinstance(b, dict) else b
+            for voter, b in cast(dict[str, Any], ballots).items()
+        }
 
 
 def check_ballot_schema(schema: Any) -> type[BaseModel]:
@@ -87,7 +99,7 @@ def check_ballot_schema(schema: Any) -> type[BaseModel]:
 
 def read_ballot(
     response: AgentResponse, schema: type[BaseModel]
-) -> tuple[Ballot | None, str | None]:
+) -> tuple[BaseModel | None, str | None]:
     """The ballot in a voter's response, or None and the reason there is none.
 
     Tried in order: the response's `value` validated against `schema`; its last message with
@@ -100,7 +112,7 @@ def read_ballot(
         if isinstance(value, BaseModel):
             value = value.model_dump()
         try:
-            return _as_ballot(schema.model_validate(value)), None
+            return schema.model_validate(value), None
         except ValidationError as exc:
             problems.append(
                 f"its value is not a {schema.__name__}: {describe_validation_error(exc)}"
@@ -108,7 +120,7 @@ def read_ballot(
     text = next((m.text for m in reversed(response.messages) if m.text.strip()), "")
     if text:
         try:
-            return _as_ballot(validate_json(text, schema)), None
+            return validate_json(text, schema), None
         except ValidationError as exc:
             if schema is Ballot and not text.lstrip().startswith(("{", "```")):
                 return Ballot(choice=text.strip()), None
@@ -118,16 +130,3 @@ def read_ballot(
     elif value is None:
         problems.append("it answered nothing")
     return None, "; ".join(problems)
-
-
-def _as_ballot(ballot: BaseModel) -> Ballot:
-    """A custom schema's ballot as a `Ballot`, its other fields kept as extras."""
-    if isinstance(ballot, Ballot):
-        return ballot
-    data = ballot.model_dump(mode="json")
-    try:
-        return Ballot.model_validate(data)
-    except ValidationError:
-        # Its own `confidence` or `rationale` does not fit a Ballot's: those two stay out.
-        kept = {k: v for k, v in data.items() if k not in ("confidence", "rationale")}
-        return Ballot.model_validate(kept)

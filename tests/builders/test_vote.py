@@ -81,8 +81,9 @@ async def test_ballots_from_values_json_text_and_abstentions() -> None:
     ]
     agent = vote_of(*voters).with_ballot(Verdict).build().as_agent()
     result = (await agent.run("ship?").collect()).value
-    assert result.ballots["json"].choice == "ship"
-    assert result.ballots["json"].model_extra == {"severity": 2}
+    # The ballots are the schema's own instances.
+    assert result.ballots["json"] == Verdict(choice="ship", severity=2)
+    assert result.ballots["bare"] == Verdict(choice="hold", severity=1)
     assert result.ballots["prose"] is None and result.ballots["broken"] is None
     assert result.errors["prose"].startswith("invalid ballot: its answer is not JSON of Verdict")
     assert result.errors["broken"] == "failed: RuntimeError: voter broke"
