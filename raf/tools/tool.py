@@ -141,6 +141,8 @@ class Tool:
                     value = await value
         except Exception as exc:
             log_tool_failure(self.name, exc)
+            if isinstance(exc, ToolError):  # a refusal written for the model: as it is
+                return ToolResult(str(exc), is_error=True)
             return ToolResult(
                 f"tool {self.name!r} raised {type(exc).__name__}: {exc}", is_error=True
             )

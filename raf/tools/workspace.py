@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Annotated
 
@@ -37,7 +38,6 @@ from raf.errors import ToolError
 from raf.tools._files import (
     SNIFF_BYTES,
     capped,
-    clip,
     os_error,
     read_lines,
     walk,
@@ -46,7 +46,7 @@ from raf.tools._glob import Glob
 from raf.tools._writes import PathLocks, refuse_unsafe_target, replace_file
 from raf.tools.cancellation import check_not_cancelled
 from raf.tools.patch import replace_once
-from raf.tools.search import line_matcher
+from raf.tools.search import Search, SkipReason, line_matcher
 from raf.tools.shell import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, command_env, run_command
 from raf.tools.tool import Tool
 
@@ -54,6 +54,8 @@ DEFAULT_MAX_BYTES = 256 * 1024
 """Files larger than this are read only by ranges of lines, and never searched or patched."""
 DEFAULT_MAX_RESULTS = 200
 """At most this many entries from `list_files`, matching lines from `search_files`."""
+DEFAULT_SEARCH_SECONDS = 10.0
+"""How long `search_files` searches before it answers with what it found so far."""
 MAX_SHELL_TIMEOUT = 600.0
 """The longest timeout a model may give `shell_exec`, in seconds."""
 
@@ -76,6 +78,8 @@ class Workspace:
         env: variables `shell_exec` commands get on top of the allow-listed few of this
             process (PATH, HOME, LANG, TERM, ...: `raf.tools.shell.SAFE_ENV_NAMES`); no other
             variable of this process (API keys, passwords) reaches a command.
+        search_seconds: how long `search_files` searches before it answers with what it
+            has found (saying it stopped early).
         vcs_writable: whether `write_file` and `patch_file` may write under `.git/`, `.hg/`
             or `.svn/` (whose files can make the user's next `git status` run a command).
 
@@ -101,6 +105,7 @@ class Workspace:
         "max_output_bytes",
         "max_results",
         "root",
+        "search_seconds",
         "shell",
         "vcs_writable",
         "writable",
@@ -117,11 +122,17 @@ class Workspace:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         env: Mapping[str, str] | None = None,
         vcs_writable: bool = False,
+        search_seconds: float = DEFAULT_SEARCH_SECONDS,
     ) -> None:
         if min(max_bytes, max_results, max_output_bytes) < 1:
             raise ValueError(
                 f"Workspace({os.fspath(root)!r}): max_bytes, max_results and max_output_bytes "
                 f"must be at least 1, not {max_bytes}, {max_results} and {max_output_bytes}"
+            )
+        if search_seconds <= 0:
+            raise ValueError(
+                f"Workspace({os.fspath(root)!r}): search_seconds must be positive, "
+                f"not {search_seconds}"
             )
         resolved = Path(root).resolve()
         if not resolved.is_dir():
@@ -129,6 +140,7 @@ class Workspace:
         self.root = resolved
         self.writable = writable
         self.vcs_writable = vcs_writable
+        self.search_seconds = search_seconds
         self._locks = PathLocks()
         self.max_bytes = max_bytes
         self.max_results = max_results
@@ -223,7 +235,7 @@ class Workspace:
                 raise ToolError(f"{path!r} is not a file; patch_file changes text files")
             self._refuse_unsafe(path, target)
             text = self._small_text(target)
-            if text is None:
+            if not isinstance(text, str):
                 raise ToolError(
                     f"{path!r} is not a UTF-8 text file of at most {self.max_bytes:,} bytes; "
                     "patch_file changes text files (write_file replaces a file whole)"
@@ -269,29 +281,22 @@ class Workspace:
             path: the folder (or file) to search, relative to the workspace root.
             regex: whether pattern is a regular expression rather than plain text.
         """
-        matches = line_matcher(pattern, regex=regex)
+        search = Search(
+            line_matcher(pattern, regex=regex),
+            max_results=self.max_results,
+            seconds=self.search_seconds,
+        )
         target = self._existing(path)
         files = [target] if target.is_file() else [e for _, d, e in walk(target, None) if not d]
-        hits: list[str] = []
-        skipped = 0
         for file in files:
-            text = self._small_text(file)
-            if text is None:
-                skipped += 1
-                continue
-            name = self._relative(file)
-            hits.extend(
-                f"{name}:{n}: {clip(line)}"
-                for n, line in enumerate(text.splitlines(), 1)
-                if matches(line)
-            )
-            if len(hits) > self.max_results:
+            if not search.goes_on():
                 break
-        note = f"\n[skipped {skipped} binary, undecodable or oversize files]" if skipped else ""
-        if not hits:
-            return f"no line under {path!r} matches {pattern!r}{note}"
-        shown = f"the first {self.max_results} matches"
-        return capped(hits, self.max_results, shown) + note
+            text = self._small_text(file)
+            if isinstance(text, str):
+                search.scan(self._relative(file), text)
+            else:
+                search.skip(text.reason)
+        return search.report(path, pattern)
 
     async def shell_exec(
         self,
@@ -381,20 +386,27 @@ class Workspace:
     def _relative(self, target: Path) -> str:
         return target.relative_to(self.root).as_posix() or "."
 
-    def _small_text(self, file: Path) -> str | None:
-        """The text of `file` when it is a small UTF-8 text file inside the root, else None."""
+    def _small_text(self, file: Path) -> str | _Skipped:
+        """The text of `file` when it is a small UTF-8 text file inside the root, else why not."""
         try:
             real = file.resolve()
             if not real.is_relative_to(self.root) or not real.is_file():
-                return None
+                return _Skipped("link")
             if real.stat().st_size > self.max_bytes:
-                return None
+                return _Skipped("oversize")
             data = real.read_bytes()
             if b"\0" in data[:SNIFF_BYTES]:
-                return None
+                return _Skipped("binary")
             return data.decode()
-        except (OSError, RuntimeError, UnicodeDecodeError):
-            return None
+        except UnicodeDecodeError:
+            return _Skipped("undecodable")
+        except (OSError, RuntimeError):
+            return _Skipped("unreadable")
+
+
+@dataclass(frozen=True, slots=True)
+class _Skipped:
+    reason: SkipReason
 
 
 def workspace_tools(

@@ -163,7 +163,7 @@ async def test_search_files_finds_text_and_regex_matches(root: Path) -> None:
         "src/main.py:3: print('hello')",
         "src/pkg/util.py:1: def hello():",
         "src/pkg/util.py:2:     return 'hello'",
-        "[skipped 1 binary, undecodable or oversize files]",
+        "[skipped 1 binary file]",
     ]
     regex = await _call(workspace, "search_files", pattern=r"^def \w+", regex=True, path="src")
     assert regex == ToolResult("src/pkg/util.py:1: def hello():")
@@ -299,7 +299,7 @@ async def test_any_path_stays_inside_or_is_an_error_and_never_touches_outside(
     result = await _call(Workspace(root, shell=True), name, **arguments)
     assert "SENTINEL" not in result.text.replace(repr("SENTINEL"), "")
     if result.is_error:
-        assert result.text.startswith(f"tool {name!r} raised ToolError: "), result.text
+        assert not result.text.startswith(f"tool {name!r} raised"), result.text
     elif name == "write_file":
         written = result.text.removeprefix("wrote 7 bytes to ").strip("'")
         assert (root / written).resolve().is_relative_to(root)
