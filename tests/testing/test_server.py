@@ -16,6 +16,7 @@ from raf.providers.base import ProviderEvent
 from raf.providers.openai import OpenAIProvider, create_client
 from raf.providers.retry import RetryPolicy
 from raf.testing import (
+    Quirks,
     ScriptedOpenAIServer,
     ScriptedProvider,
     ScriptExhausted,
@@ -288,3 +289,24 @@ async def test_the_bodys_own_exception_comes_out_as_itself() -> None:
         async with ScriptedOpenAIServer([]):
             raise Mine("from the body")
     assert not isinstance(caught.value, BaseExceptionGroup)
+
+
+async def test_like_llama_cpp_one_trailing_assistant_is_continued_and_two_are_refused() -> None:
+    quirks = Quirks(prefill=True, refuse_trailing_assistants=True)
+    one = [*CHAT["messages"], {"role": "assistant", "content": "Once upon"}]
+    two = [*one, {"role": "assistant", "content": "a time"}]
+    async with (
+        ScriptedOpenAIServer([text(" a time"), text("unused")], quirks=quirks) as server,
+        httpx2.AsyncClient(base_url=server.base_url) as http,
+    ):
+        continued = await http.post("/chat/completions", json={**CHAT, "messages": one})
+        refused = await http.post("/chat/completions", json={**CHAT, "messages": two})
+        answered = await http.post("/chat/completions", json=CHAT)
+    assert continued.json()["choices"][0]["message"]["content"] == "Once upon a time"
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    assert error["message"] == "Cannot have 2 or more assistant messages at the end of the list"
+    assert error["type"] == "invalid_request_error"
+    # A refused request takes no turn of the script.
+    assert answered.json()["choices"][0]["message"]["content"] == "unused"
+    assert server.calls == 2
