@@ -53,6 +53,7 @@ ANSWERS = {
         "  step router\nturn 2 answered by desk/sales\n"
     ),
     "group_chat.py": "  [room/critic] Tight and vivid. APPROVED\nchat ended after 4 rounds\n",
+    "magentic.py": "answer: Note: open 7:00-18:00.\nfollow-up: Note: open 9:00-20:00.\n",
     "vote.py": "winner: publish, tally: {'publish': 2.0, 'revise': 1.0}\n",
 }
 """What each example answers on its scripted model: the end of the run, not its first line."""
