@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
@@ -32,8 +33,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+import anyio.abc
 
 from raf._streaming import single_exceptions
+from raf.errors import ToolError
 from raf.tools.arguments import json_object
 from raf.tools.definition import ToolDefinition
 from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, Tool, ToolResult, log_tool_failure, truncate
@@ -52,6 +55,7 @@ __all__ = ["DEFAULT_CALL_TIMEOUT", "McpTool", "McpTools", "mcp_tools"]
 DEFAULT_CALL_TIMEOUT = 60.0
 """Seconds an MCP tool call may take before it becomes an error result."""
 
+_logger = logging.getLogger("raf")
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_LISTING_PAGES = 100  # a server whose listing never ends cannot hang the connection
 
@@ -154,13 +158,54 @@ class McpTools:
         if self._stack is not None:
             raise RuntimeError("this mcp_tools session is already open; make another one")
         label = _label(self._server)
-        async with AsyncExitStack() as stack:
-            client = await stack.enter_async_context(Client(_target(self._server)))
-            with anyio.fail_after(self._timeout):
-                infos = await _listing(client)
-            tools = self._tools(client, infos, label)
-            self._stack = stack.pop_all()
+        target = _target(self._server)
+        with single_exceptions():  # a failed connect raises one error, not a group
+            async with AsyncExitStack() as stack:
+                group = await stack.enter_async_context(anyio.create_task_group())
+                stop = anyio.Event()
+                stack.callback(stop.set)  # leaving ends the session task, then the group joins it
+                try:
+                    with single_exceptions(), anyio.fail_after(self._timeout):
+                        tools = await group.start(self._session, Client, target, label, stop)
+                except TimeoutError:
+                    raise ToolError(
+                        f"MCP server {label!r} did not connect and list its tools within "
+                        f"{self._timeout:g} s; check that it runs and speaks MCP, or give a larger "
+                        "timeout"
+                    ) from None
+                except (ValueError, ToolError, anyio.get_cancelled_exc_class()):
+                    raise
+                except Exception as exc:
+                    raise ToolError(
+                        f"cannot connect to MCP server {label!r}: {_describe(exc)}; check the "
+                        "command or URL, and that the server starts"
+                    ) from exc
+                self._stack = stack.pop_all()
         return tools
+
+    async def _session(
+        self,
+        client_type: type[Client],
+        target: Any,
+        label: str,
+        stop: anyio.Event,
+        *,
+        task_status: anyio.abc.TaskStatus[list[Tool]] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Connect, list, hand the tools over, and keep the session until `stop`."""
+        started = False
+        try:
+            async with client_type(target) as client:
+                tools = self._tools(client, await _listing(client), label)
+                task_status.started(tools)
+                started = True
+                await stop.wait()
+        except Exception as exc:
+            if not started:
+                raise
+            # The session died (a server gone, a broken connection): its calls become error
+            # results, and the run goes on.
+            _logger.warning("MCP server %r: the session ended with %s", label, _describe(exc))
 
     async def __aexit__(
         self,

@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from raf.adapters import ThreadContext, create_react_adapter
+from raf.errors import ToolError
 from raf.messages import ChatMessage
 from raf.providers.openai import OpenAIProvider, create_client
 from raf.react import ReactAgent
@@ -130,3 +131,38 @@ async def test_the_mcp_server_time_package_over_stdio() -> None:
     assert not result.is_error
     assert json.loads(result.text)["timezone"] == "Europe/Oslo"
     assert bad.is_error
+
+
+async def test_a_server_that_never_answers_initialize_times_out_at_connect() -> None:
+    silent = [sys.executable, "-c", "import time; time.sleep(60)"]
+    with anyio.fail_after(30), pytest.raises(ToolError, match="did not connect") as caught:
+        async with mcp_tools(silent, timeout=1):
+            pass
+    assert "within 1 s" in str(caught.value)
+
+
+async def test_a_server_exiting_at_start_is_a_plain_error_naming_it() -> None:
+    broken = [sys.executable, "-c", "raise SystemExit(3)"]
+    with anyio.fail_after(30), pytest.raises(ToolError, match="cannot connect to MCP server"):
+        async with mcp_tools(broken, timeout=10):
+            pass
+
+
+async def test_a_tool_name_collision_is_a_plain_value_error() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("clash")
+
+    @server.tool(name="a.b")
+    def first() -> str:
+        """One."""
+        return "1"
+
+    @server.tool(name="a_b")
+    def second() -> str:
+        """Two."""
+        return "2"
+
+    with pytest.raises(ValueError, match="both become 'a_b'"):
+        async with mcp_tools(server):
+            pass
