@@ -7,7 +7,7 @@ import os
 import shutil
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,12 +29,19 @@ class _Server(uvicorn.Server):
 
 
 @contextmanager
-def running(app: Starlette) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 until the block ends; the value is its base URL."""
+def running(app: Starlette | Callable[[], Starlette]) -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 until the block ends; the value is its base URL.
+
+    Pass a factory when the app holds what belongs to one event loop (a store's locks, made
+    for the loop they are made on): uvicorn calls it on the server's own loop.
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = _Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", factory=not isinstance(app, Starlette)
+    )
+    server = _Server(config)
     thread = threading.Thread(
         target=lambda: asyncio.run(server.serve(sockets=[sock])), name="uvicorn", daemon=True
     )

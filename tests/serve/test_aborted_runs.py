@@ -4,6 +4,9 @@ A real uvicorn serves nested agents on a `SqliteCheckpointStore`; clients on sev
 start 500 runs and close each connection at a random point of its stream (before any event
 at times). Afterwards every thread, and a new one, completes a normal run, and the server
 stops promptly.
+
+The app, and so its store, is made on the server's event loop (a store's locks belong to the
+loop they are made on), and the store is the app's own default one, closed as the server stops.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from raf.builders import ConcurrentBuilder, SequentialBuilder
 from raf.function_agent import FunctionAgent
 from raf.react import ReactAgent
 from raf.serve import create_app
+from raf.serve.app import DEFAULT_STORE_PATH
+from raf.serve.threads import Threads
 from raf.stores import SqliteCheckpointStore
 from raf.testing.script import text
 from raf.testing.scripted_provider import ScriptedProvider
@@ -64,21 +69,27 @@ def _request(agent_id: str, body: dict[str, Any]) -> bytes:
     return (
         f"POST /agents/{agent_id}/run HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode()
         + b"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+        # A stream shorter than the client means to read ends at EOF, not at keep-alive's end.
+        + b"Connection: close\r\n"
         + f"Content-Length: {len(encoded)}\r\n\r\n".encode()
         + encoded
     )
 
 
-async def _aborted(port: int, request: bytes, events: int) -> None:
-    """Send `request`, read until `events` SSE events arrived (or the stream ended), leave."""
+async def _aborted(port: int, request: bytes, events: int) -> bool:
+    """Send `request`, read until `events` SSE events arrived (or the stream ended), leave;
+    whether the client left before the stream's end (a run cut off)."""
     received = b""
     async with await anyio.connect_tcp("127.0.0.1", port) as client:
         await client.send(request)
-        while received.count(b"\n\n") < events and b"RUN_FINISHED" not in received:
+        while received.count(b"\n\n") < events:
             try:
                 received += await client.receive()
             except anyio.EndOfStream:
-                break
+                return False
+            if b"RUN_FINISHED" in received or b"RUN_ERROR" in received:
+                return False
+    return True
 
 
 async def _completed(http: httpx2.AsyncClient, agent_id: str, thread_id: str, n: int) -> None:
@@ -95,7 +106,10 @@ async def _completed(http: httpx2.AsyncClient, agent_id: str, thread_id: str, n:
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]
 
 
-async def test_a_server_survives_hundreds_of_aborted_runs(tmp_path: Path) -> None:
+async def test_a_server_survives_hundreds_of_aborted_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where the app's default store goes
     agents = _agents()
     rng = random.Random(19)  # the abort points are the same every time
     plans = [
@@ -106,27 +120,32 @@ async def test_a_server_survives_hundreds_of_aborted_runs(tmp_path: Path) -> Non
         for _ in range(_CLIENTS)
     ]
     threads_used: set[tuple[str, str]] = set()
-    async with SqliteCheckpointStore(tmp_path / "threads.db") as store:
-        with running(create_app(agents, store)) as url:
-            port = int(url.rsplit(":", 1)[1])
-            with anyio.fail_after(_DEADLINE_SECONDS):
+    cut: list[bool] = []
+    fresh = {(agent.id, f"{agent.id}-fresh") for agent in agents}
+    with running(lambda: create_app(agents)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with anyio.fail_after(_DEADLINE_SECONDS):
 
-                async def client(index: int) -> None:
-                    for n, (agent, thread, events) in enumerate(plans[index]):
-                        thread_id = f"{agent.id}-{index}-{thread}"
-                        threads_used.add((agent.id, thread_id))
-                        body = run_input(thread_id, user(f"u-{index}-{n}", f"turn {n}"))
-                        await _aborted(port, _request(agent.id, body), events)
+            async def client(index: int) -> None:
+                for n, (agent, thread, events) in enumerate(plans[index]):
+                    thread_id = f"{agent.id}-{index}-{thread}"
+                    threads_used.add((agent.id, thread_id))
+                    body = run_input(thread_id, user(f"u-{index}-{n}", f"turn {n}"))
+                    cut.append(await _aborted(port, _request(agent.id, body), events))
 
-                async with anyio.create_task_group() as group:
-                    for index in range(_CLIENTS):
-                        group.start_soon(client, index)
-                async with httpx2.AsyncClient(base_url=url, timeout=20) as http:
-                    fresh = {(agent.id, f"{agent.id}-fresh") for agent in agents}
-                    for n, (agent_id, thread_id) in enumerate(sorted(threads_used | fresh)):
-                        await _completed(http, agent_id, thread_id, n)
-            stopping = time.perf_counter()
-        stopped = time.perf_counter() - stopping
+            async with anyio.create_task_group() as group:
+                for index in range(_CLIENTS):
+                    group.start_soon(client, index)
+            async with httpx2.AsyncClient(base_url=url, timeout=20) as http:
+                for n, (agent_id, thread_id) in enumerate(sorted(threads_used | fresh)):
+                    await _completed(http, agent_id, thread_id, n)
+        stopping = time.perf_counter()
+    stopped = time.perf_counter() - stopping
     assert not [t for t in threading.enumerate() if t.name == "uvicorn"], "the server hangs on"
     assert stopped < 5, f"the server took {stopped:.1f} s to stop"
     assert len(threads_used) > 10
+    assert sum(cut) > _RUNS // 4, f"only {sum(cut)} of {_RUNS} runs were cut off mid-stream"
+    async with SqliteCheckpointStore(tmp_path / DEFAULT_STORE_PATH) as store:
+        for n, (_, thread_id) in enumerate(sorted(threads_used | fresh)):
+            saved = await Threads(store).open(thread_id)
+            assert f"final-{n}" in saved.seen, f"thread {thread_id!r} lost its last turn"
