@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
+from collections.abc import Callable
 from functools import partial
 from typing import LiteralString
 
@@ -35,7 +37,16 @@ _UNLOCK: LiteralString = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
 class AdvisoryLocks:
     """Session locks of one store (`namespace`: its schema), on one connection to `dsn`."""
 
-    __slots__ = ("_closed", "_connection", "_dsn", "_held", "_namespace", "_options", "_turn")
+    __slots__ = (
+        "_closed",
+        "_connection",
+        "_dsn",
+        "_held",
+        "_limiter",
+        "_namespace",
+        "_options",
+        "_turn",
+    )
 
     def __init__(self, dsn: str, namespace: str) -> None:
         self._dsn = dsn
@@ -44,6 +55,8 @@ class AdvisoryLocks:
         self._connection: Connection | None = None
         self._held: set[str] = set()
         self._turn = anyio.Lock()  # one statement at a time on the connection
+        # Its own worker thread: a lock statement never waits for threads busy elsewhere.
+        self._limiter = anyio.CapacityLimiter(1)
         self._closed = False
 
     async def acquire(self, session_id: str, wait: bool) -> Release | None:
@@ -67,17 +80,31 @@ class AdvisoryLocks:
                 self._held.clear()
                 connection, self._connection = self._connection, None
                 if connection is not None:
-                    await to_thread.run_sync(connection.close)
+                    await to_thread.run_sync(connection.close, limiter=self._limiter)
 
     async def _try(self, key: str) -> bool:
-        held = False
-        # Shielded: a statement cut off by a cancellation could take the lock unrecorded.
-        with anyio.CancelScope(shield=True):
-            async with self._turn:
-                held = await to_thread.run_sync(self._run, _TRY_LOCK, key)
-                if held:
-                    self._held.add(key)
-        return held
+        # Not shielded: a caller cancelled before the statement ran is gone at once, and one
+        # cancelled while it runs leaves the thread to record the lock or let it go (`_Attempt`).
+        attempt = _Attempt()
+
+        def take() -> bool:
+            if not attempt.start():
+                return False  # the caller gave up before the statement: nothing taken
+            held = self._run(_TRY_LOCK, key)
+            if held and not attempt.keep(lambda: self._held.add(key)):
+                self._run(_UNLOCK, key)  # the caller is gone: nobody would ever release it
+                return False
+            return held
+
+        async with self._turn:
+            try:
+                return await to_thread.run_sync(take, limiter=self._limiter, abandon_on_cancel=True)
+            except anyio.get_cancelled_exc_class():
+                if attempt.give_up():  # recorded just before the cancellation: let it go
+                    self._held.discard(key)
+                    with anyio.CancelScope(shield=True), contextlib.suppress(psycopg.Error):
+                        await to_thread.run_sync(self._run, _UNLOCK, key, limiter=self._limiter)
+                raise
 
     async def _unlock(self, key: str) -> None:
         async with self._turn:
@@ -85,7 +112,7 @@ class AdvisoryLocks:
                 self._held.discard(key)
                 # Should the connection be gone, the lock went with it.
                 with contextlib.suppress(psycopg.Error):
-                    await to_thread.run_sync(self._run, _UNLOCK, key)
+                    await to_thread.run_sync(self._run, _UNLOCK, key, limiter=self._limiter)
 
     def _run(self, statement: LiteralString, key: str) -> bool:
         """Run `statement` on the lock connection (in a worker thread): its boolean result."""
@@ -120,3 +147,36 @@ class AdvisoryLocks:
                     key,
                 )
         return connection
+
+
+class _Attempt:
+    """One lock attempt, as its caller and its worker thread see it (under `guard`)."""
+
+    __slots__ = ("gave_up", "guard", "kept", "started")
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+        self.started = False
+        self.kept = False
+        self.gave_up = False
+
+    def start(self) -> bool:
+        """In the thread: whether to run the statement (not once the caller gave up)."""
+        with self.guard:
+            self.started = not self.gave_up
+            return self.started
+
+    def keep(self, record: Callable[[], object]) -> bool:
+        """In the thread, the lock taken: `record()` it unless the caller gave up meanwhile."""
+        with self.guard:
+            if self.gave_up:
+                return False
+            record()
+            self.kept = True
+            return True
+
+    def give_up(self) -> bool:
+        """For a cancelled caller: whether the thread had already recorded the lock."""
+        with self.guard:
+            self.gave_up = True
+            return self.kept

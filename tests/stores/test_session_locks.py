@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 
 import anyio
@@ -80,6 +81,43 @@ async def test_a_cancelled_wait_leaves_no_lock_behind(backing: Backing) -> None:
             hold = await lock(store, "s-1")
             assert hold is not None, f"{store} cannot take the session after a cancelled wait"
             await hold.release()
+
+
+async def test_a_cancelled_lock_never_waits_for_worker_threads_busy_elsewhere(
+    durable_backing: Backing,
+) -> None:
+    # Another store holds the session, so the take waits; every worker thread of the default
+    # limiter is taken by work that ends only when a timer lets it (so that a store that
+    # waits for them fails this test instead of hanging it). The cancelled take must come
+    # back at once all the same, and take nothing.
+    async with durable_backing.open() as store, durable_backing.open() as other:
+        held = await lock(other, "busy")
+        assert held is not None
+        await lock(store, "warm-up")  # connected before the threads are taken
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        release = threading.Event()
+        timer = threading.Timer(8, release.set)
+        timer.start()
+        try:
+            async with anyio.create_task_group() as group:
+                for _ in range(int(limiter.total_tokens)):
+                    group.start_soon(anyio.to_thread.run_sync, release.wait)
+                while limiter.borrowed_tokens < limiter.total_tokens:
+                    await anyio.lowlevel.checkpoint()
+                started = anyio.current_time()
+                with anyio.move_on_after(0.1) as scope:
+                    await lock(store, "busy", wait=True)
+                waited = anyio.current_time() - started
+                release.set()
+        finally:
+            release.set()
+            timer.cancel()
+        assert scope.cancelled_caught
+        assert waited < 4, f"the cancelled take waited {waited:.1f} s for busy worker threads"
+        await held.release()
+        hold = await lock(other, "busy")
+        assert hold is not None, "the cancelled take left the session held"
+        await hold.release()
 
 
 async def test_closing_a_store_drops_its_locks(durable_backing: Backing) -> None:
