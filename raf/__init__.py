@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from raf.builders import END as END
     from raf.builders import Ballot as Ballot
     from raf.builders import ConcurrentBuilder as ConcurrentBuilder
+    from raf.builders import EndChat as EndChat
     from raf.builders import FunctionCondition as FunctionCondition
     from raf.builders import GroupChatBuilder as GroupChatBuilder
     from raf.builders import HandoffBuilder as HandoffBuilder
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
     from raf.builders import TerminationCondition as TerminationCondition
     from raf.builders import TextMention as TextMention
     from raf.builders import TickRunner as TickRunner
+    from raf.builders import UnreachableHandoffWarning as UnreachableHandoffWarning
     from raf.builders import VoteBuilder as VoteBuilder
     from raf.builders import VotePolicy as VotePolicy
     from raf.builders import VoteResult as VoteResult
@@ -149,6 +151,8 @@ _LAZY: dict[str, str] = {
     "FunctionCondition": "raf.builders",
     "GroupChatBuilder": "raf.builders",
     "HandoffBuilder": "raf.builders",
+    "EndChat": "raf.builders",
+    "UnreachableHandoffWarning": "raf.builders",
     "MaxRounds": "raf.builders",
     "SpeakerSaid": "raf.builders",
     "TerminationCondition": "raf.builders",
@@ -252,6 +256,8 @@ __all__ = [
     "GroupChatBuilder",
     "HandoffBuilder",
     "HandoffLimitExceeded",
+    "EndChat",
+    "UnreachableHandoffWarning",
     "IAgent",
     "LedgerAnswer",
     "LedgerChoice",

@@ -9,6 +9,7 @@ Example:
 
 from raf.builders.concurrent import ConcurrentBuilder as ConcurrentBuilder
 from raf.builders.group_chat import GroupChatBuilder as GroupChatBuilder
+from raf.builders.group_chat_selectors import EndChat as EndChat
 from raf.builders.group_chat_selectors import Selector as Selector
 from raf.builders.group_chat_selectors import SelectorFn as SelectorFn
 from raf.builders.group_chat_selectors import SpeakerChoice as SpeakerChoice
@@ -23,6 +24,7 @@ from raf.builders.group_chat_termination import SpeakerSaid as SpeakerSaid
 from raf.builders.group_chat_termination import TerminationCondition as TerminationCondition
 from raf.builders.group_chat_termination import TextMention as TextMention
 from raf.builders.handoff import HandoffBuilder as HandoffBuilder
+from raf.builders.handoff import UnreachableHandoffWarning as UnreachableHandoffWarning
 from raf.builders.magentic import MagenticBuilder as MagenticBuilder
 from raf.builders.magentic_ledger import LedgerAnswer as LedgerAnswer
 from raf.builders.magentic_ledger import LedgerChoice as LedgerChoice
@@ -48,6 +50,7 @@ __all__ = [
     "AnyOf",
     "ChatProgress",
     "ConcurrentBuilder",
+    "EndChat",
     "FunctionCondition",
     "GroupChatBuilder",
     "HandoffBuilder",
@@ -59,6 +62,7 @@ __all__ = [
     "SpeakerSaid",
     "TerminationCondition",
     "TextMention",
+    "UnreachableHandoffWarning",
     "llm_selector",
     "round_robin",
     "Ballot",
