@@ -5,7 +5,9 @@ command started over stdio, an in-process `MCPServer`, or a URL), lists its tool
 them as `Tool`s that `ReactAgent` and `create_react_adapter` use like any other; leaving it
 ends the session (and stops a stdio server). A call the server fails, a server that dies, a
 call that outlives its timeout: each comes back as an error result for the model, never a
-crash of the run or a hang.
+crash of the run or a hang. `resources=True` and `prompts=True` add tools that list and read
+the server's resources and get its prompts; when the server says its tools changed
+(`notifications/tools/list_changed`), the list is refreshed in place.
 
 Example:
     >>> import anyio
@@ -24,28 +26,38 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectSendStream
 
 from raf._streaming import single_exceptions
 from raf.errors import ToolError
+from raf.tools._mcp_context import (
+    MAX_LISTING_PAGES,
+    ServerCall,
+    describe,
+    prompt_tools,
+    resource_tools,
+    result_text,
+)
 from raf.tools.arguments import json_object
 from raf.tools.definition import ToolDefinition
 from raf.tools.tool import DEFAULT_MAX_OUTPUT_CHARS, Tool, ToolResult, log_tool_failure, truncate
 
 if TYPE_CHECKING:
     from mcp import Client
+    from mcp.client.session import IncomingMessage
     from mcp.client.stdio import StdioServerParameters
     from mcp.server.mcpserver import MCPServer
-    from mcp_types import CallToolResult, ContentBlock
+    from mcp_types import CallToolResult
     from mcp_types import Tool as McpToolInfo
 
     from raf.run import RunContext
@@ -57,7 +69,6 @@ DEFAULT_CALL_TIMEOUT = 60.0
 
 _logger = logging.getLogger("raf")
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
-_MAX_LISTING_PAGES = 100  # a server whose listing never ends cannot hang the connection
 
 
 class McpTool(Tool):
@@ -66,7 +77,7 @@ class McpTool(Tool):
     Made by `mcp_tools`; valid while its `async with` block is open.
     """
 
-    __slots__ = ("_client", "_remote_name", "_server", "_timeout")
+    __slots__ = ("_client", "_offered", "_remote_name", "_server", "_timeout")
 
     def __init__(
         self,
@@ -83,6 +94,7 @@ class McpTool(Tool):
         self._remote_name = info.name
         self._server = server
         self._timeout = timeout
+        self._offered = True
         self.fn = self._call_remote
         self.max_output_chars = max_output_chars
         self.definition = ToolDefinition(
@@ -99,6 +111,12 @@ class McpTool(Tool):
         parsed = json_object(self.name, arguments)
         if isinstance(parsed, str):
             return ToolResult(parsed, is_error=True)
+        if not self._offered:
+            return ToolResult(
+                f"MCP server {self._server!r} no longer offers the tool {self._remote_name!r}; "
+                "use another tool",
+                is_error=True,
+            )
         return await self._call_remote(parsed)
 
     async def _call_remote(self, arguments: dict[str, Any]) -> ToolResult:
@@ -112,7 +130,7 @@ class McpTool(Tool):
             log_tool_failure(self.name, exc)
             return ToolResult(
                 f"tool {self.name!r} of MCP server {self._server!r} failed: "
-                f"{_describe(exc)}; the server may have stopped, so try another way",
+                f"{describe(exc)}; the server may have stopped, so try another way",
                 is_error=True,
             )
         if result is None:
@@ -121,7 +139,7 @@ class McpTool(Tool):
                 f"{self._timeout:g} s; try again with a smaller request, or another way",
                 is_error=True,
             )
-        return ToolResult(truncate(_result_text(result), self.max_output_chars), result.is_error)
+        return ToolResult(truncate(result_text(result), self.max_output_chars), result.is_error)
 
 
 class McpTools:
@@ -137,6 +155,8 @@ class McpTools:
         prefix: str = "",
         timeout: float = DEFAULT_CALL_TIMEOUT,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        resources: bool = False,
+        prompts: bool = False,
     ) -> None:
         if timeout <= 0:
             raise ValueError(f"mcp_tools: timeout must be positive, not {timeout}")
@@ -148,7 +168,20 @@ class McpTools:
         self._prefix = prefix
         self._timeout = timeout
         self._max_output_chars = max_output_chars
+        self._resources = resources
+        self._prompts = prompts
         self._stack: AsyncExitStack | None = None
+        self._tools: list[Tool] = []
+        self._changed = anyio.Event()
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools of the open session, kept current as the server's tool list changes."""
+        return self._tools
+
+    async def tools_changed(self) -> None:
+        """Wait until the server's tool list has changed and `tools` has been refreshed."""
+        await self._changed.wait()
 
     async def __aenter__(self) -> list[Tool]:
         try:
@@ -166,7 +199,7 @@ class McpTools:
                 stack.callback(stop.set)  # leaving ends the session task, then the group joins it
                 try:
                     with single_exceptions(), anyio.fail_after(self._timeout):
-                        tools = await group.start(self._session, Client, target, label, stop)
+                        await group.start(self._session, Client, target, label, stop)
                 except TimeoutError:
                     raise ToolError(
                         f"MCP server {label!r} did not connect and list its tools within "
@@ -177,11 +210,11 @@ class McpTools:
                     raise
                 except Exception as exc:
                     raise ToolError(
-                        f"cannot connect to MCP server {label!r}: {_describe(exc)}; check the "
+                        f"cannot connect to MCP server {label!r}: {describe(exc)}; check the "
                         "command or URL, and that the server starts"
                     ) from exc
                 self._stack = stack.pop_all()
-        return tools
+        return self._tools
 
     async def _session(
         self,
@@ -190,22 +223,76 @@ class McpTools:
         label: str,
         stop: anyio.Event,
         *,
-        task_status: anyio.abc.TaskStatus[list[Tool]] = anyio.TASK_STATUS_IGNORED,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Connect, list, hand the tools over, and keep the session until `stop`."""
+        """Connect, list, hand the tools over, and keep the session (and the tool list
+        current) until `stop`."""
+        from mcp_types import ToolListChangedNotification
+
+        # The server says its tools changed; the refresher relists (not here: this runs on
+        # the session's receive loop, which must stay free to deliver the listing).
+        changes, changed = anyio.create_memory_object_stream[None](1)
+
+        async def on_message(message: IncomingMessage) -> None:
+            if isinstance(message, ToolListChangedNotification):
+                with suppress(anyio.WouldBlock):
+                    changes.send_nowait(None)
+            await anyio.lowlevel.checkpoint()
+
         started = False
         try:
-            async with client_type(target) as client:
-                tools = self._tools(client, await _listing(client), label)
-                task_status.started(tools)
+            async with (
+                changes,
+                changed,
+                client_type(target, message_handler=on_message) as client,
+                anyio.create_task_group() as group,
+            ):
+                call = ServerCall(
+                    client, label, timeout=self._timeout, max_output_chars=self._max_output_chars
+                )
+                self._tools[:] = self._build(client, await _listing(client), label, [])
+                self._tools.extend(self._context_tools(client, call))
+                task_status.started()
                 started = True
+                if _lists_changes(client):
+                    group.start_soon(_listen, client, changes.clone(), label)
+                group.start_soon(self._refresher, client, changed, label)
                 await stop.wait()
+                group.cancel_scope.cancel()
         except Exception as exc:
             if not started:
                 raise
             # The session died (a server gone, a broken connection): its calls become error
             # results, and the run goes on.
-            _logger.warning("MCP server %r: the session ended with %s", label, _describe(exc))
+            _logger.warning("MCP server %r: the session ended with %s", label, describe(exc))
+
+    async def _refresher(
+        self, client: Client, changed: anyio.abc.ObjectReceiveStream[None], label: str
+    ) -> None:
+        async for _ in changed:
+            try:
+                with anyio.fail_after(self._timeout):
+                    infos = await _listing(client, refresh=True)
+                remote = [t for t in self._tools if isinstance(t, McpTool)]
+                tools = self._build(client, infos, label, remote)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as exc:
+                _logger.warning(
+                    "MCP server %r: its tool list changed, but relisting failed with %s; the "
+                    "tools stay as they were",
+                    label,
+                    describe(exc),
+                )
+                continue
+            kept = {id(t) for t in tools}
+            for old in remote:
+                if id(old) not in kept:
+                    old._offered = False  # pyright: ignore[reportPrivateUsage]
+            extras = [t for t in self._tools if not isinstance(t, McpTool)]
+            self._tools[:] = [*tools, *extras]
+            self._changed.set()
+            self._changed = anyio.Event()
 
     async def __aexit__(
         self,
@@ -220,9 +307,15 @@ class McpTools:
         with single_exceptions():
             await stack.__aexit__(exc_type, exc, traceback)
 
-    def _tools(self, client: Client, infos: list[McpToolInfo], label: str) -> list[Tool]:
+    def _build(
+        self, client: Client, infos: list[McpToolInfo], label: str, current: list[McpTool]
+    ) -> list[Tool]:
+        """The tools for `infos`, keeping (with fresh definitions) those already `current`."""
+        by_remote = {t._remote_name: t for t in current}  # pyright: ignore[reportPrivateUsage]
         tools: list[Tool] = []
         seen: dict[str, str] = {}
+        for name in self._extra_names():
+            seen[name] = name
         for info in infos:
             name = (self._prefix + _NOT_A_NAME.sub("_", info.name))[:64]
             if name in seen:
@@ -231,16 +324,36 @@ class McpTools:
                     f"both become {name!r}; raf tool names hold only letters, digits, '_' and '-'"
                 )
             seen[name] = info.name
-            tools.append(
-                McpTool(
-                    client,
-                    info,
-                    server=label,
-                    name=name,
-                    timeout=self._timeout,
-                    max_output_chars=self._max_output_chars,
-                )
+            fresh = McpTool(
+                client,
+                info,
+                server=label,
+                name=name,
+                timeout=self._timeout,
+                max_output_chars=self._max_output_chars,
             )
+            old = by_remote.get(info.name)
+            if old is not None and old.name == name:
+                old.definition = fresh.definition
+                fresh = old
+            tools.append(fresh)
+        return tools
+
+    def _extra_names(self) -> list[str]:
+        names: list[str] = []
+        if self._resources:
+            names += ["list_resources", "read_resource"]
+        if self._prompts:
+            names += ["list_prompts", "get_prompt"]
+        return [(self._prefix + name)[:64] for name in names]
+
+    def _context_tools(self, client: Client, call: ServerCall) -> list[Tool]:
+        capabilities = client.server_capabilities
+        tools: list[Tool] = []
+        if self._resources and capabilities.resources is not None:
+            tools += resource_tools(call, self._prefix)
+        if self._prompts and capabilities.prompts is not None:
+            tools += prompt_tools(call, self._prefix)
         return tools
 
     def __repr__(self) -> str:
@@ -253,8 +366,15 @@ def mcp_tools(
     prefix: str = "",
     timeout: float = DEFAULT_CALL_TIMEOUT,
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    resources: bool = False,
+    prompts: bool = False,
 ) -> McpTools:
     """The tools of an MCP server, for the lifetime of an `async with` block.
+
+    The list the block gets is kept current: when the server sends
+    `notifications/tools/list_changed`, it is relisted and the list updated in place (a tool
+    the server dropped answers with an error result). An agent built earlier keeps the tools
+    it was given; `await session.tools_changed()` waits for a change.
 
     Args:
         server: a command to start over stdio (`["mcp-server-time"]`, or
@@ -262,30 +382,71 @@ def mcp_tools(
             `mcp.server.mcpserver.MCPServer`, a Streamable HTTP URL, or an `mcp` transport.
         prefix: put before every tool name (say `"time_"`), to keep servers apart.
         timeout: seconds for connecting and listing, and for each call.
-        max_output_chars: results longer than this are truncated with a note.
+        max_output_chars: results (and resources read) longer than this are truncated with a
+            note.
+        resources: add `list_resources` and `read_resource` tools, when the server has
+            resources.
+        prompts: add `list_prompts` and `get_prompt` tools, when the server has prompts.
 
     Raises:
         ImportError: when `mcp` is not installed (`pip install 'raf[mcp]'`).
         ValueError: on a bad prefix or timeout, or two tools whose names become the same.
+        ToolError: on entering, naming the server, when it cannot be started or reached, or
+            does not connect and list its tools within `timeout`.
 
     Example:
         >>> async def main(agent_factory):
         ...     async with mcp_tools(["mcp-server-time"], prefix="time_") as tools:
         ...         return await agent_factory(tools).run("What time is it in Oslo?").collect()
     """
-    return McpTools(server, prefix=prefix, timeout=timeout, max_output_chars=max_output_chars)
+    return McpTools(
+        server,
+        prefix=prefix,
+        timeout=timeout,
+        max_output_chars=max_output_chars,
+        resources=resources,
+        prompts=prompts,
+    )
 
 
-async def _listing(client: Client) -> list[McpToolInfo]:
+async def _listing(client: Client, *, refresh: bool = False) -> list[McpToolInfo]:
     infos: list[McpToolInfo] = []
     cursor: str | None = None
-    for _ in range(_MAX_LISTING_PAGES):
-        page = await client.list_tools(cursor=cursor)
+    for _ in range(MAX_LISTING_PAGES):
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh" if refresh else "use")
         infos.extend(page.tools)
         cursor = page.next_cursor
         if cursor is None:
             break
     return infos
+
+
+def _lists_changes(client: Client) -> bool:
+    """Whether the server's tool-list changes come through `subscriptions/listen` (from the
+    2026-07-28 protocol on; before, they come as notifications on the session)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    tools = client.server_capabilities.tools
+    return (
+        tools is not None
+        and bool(tools.list_changed)
+        and client.protocol_version in MODERN_PROTOCOL_VERSIONS
+    )
+
+
+async def _listen(client: Client, changes: MemoryObjectSendStream[None], label: str) -> None:
+    async with changes:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    with suppress(anyio.WouldBlock):
+                        changes.send_nowait(None)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            _logger.warning(
+                "MCP server %r: listening for tool-list changes ended with %s", label, describe(exc)
+            )
 
 
 def _target(server: Any) -> Any:
@@ -312,31 +473,3 @@ def _label(server: Any) -> str:
         return " ".join([command, *args])
     name = getattr(server, "name", None)
     return name if isinstance(name, str) else type(server).__name__
-
-
-def _result_text(result: CallToolResult) -> str:
-    parts = [_content_text(block) for block in result.content]
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, default=str))
-    return "\n".join(parts)
-
-
-def _content_text(block: ContentBlock) -> str:
-    kind = block.type
-    if kind == "text":
-        return str(getattr(block, "text", ""))
-    if kind in ("image", "audio"):
-        mime = getattr(block, "mime_type", "?")
-        return f"[{kind} content of type {mime}, not shown]"
-    if kind == "resource_link":
-        return f"[resource {getattr(block, 'uri', '?')}]"
-    resource = getattr(block, "resource", None)
-    text = getattr(resource, "text", None)
-    if isinstance(text, str):
-        return text
-    return f"[resource {getattr(resource, 'uri', '?')}, binary, not shown]"
-
-
-def _describe(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"

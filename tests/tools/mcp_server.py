@@ -1,15 +1,17 @@
-"""A small MCP server for the tests: `python tests/tools/mcp_server.py` serves it over stdio."""
+"""A small MCP server for the tests: `python tests/tools/mcp_server.py` serves it over stdio,
+`python tests/tools/mcp_server.py http PORT` over Streamable HTTP on 127.0.0.1:PORT."""
 
 from __future__ import annotations
 
 import os
+import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 
 def build() -> MCPServer:
-    """The test server: adds, fails on purpose, or exits mid-call."""
+    """The test server: adds, fails on purpose, exits mid-call, or grows a tool."""
     server = MCPServer("raf-test")
 
     @server.tool()
@@ -27,8 +29,33 @@ def build() -> MCPServer:
         """Exit the server process at once."""
         os._exit(3)
 
+    @server.tool()
+    async def grow(ctx: Context) -> str:
+        """Add the tool `double` and tell the client the tool list changed."""
+
+        def double(x: int) -> int:
+            """Double a number."""
+            return 2 * x
+
+        server.add_tool(double)
+        await ctx.notify_tools_changed()
+        return "grown"
+
+    @server.resource("note://big", mime_type="text/plain")
+    def big() -> str:
+        """A note of a million characters."""
+        return "x" * 1_000_000
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        """Greet someone by name."""
+        return f"Say hello to {name}."
+
     return server
 
 
 if __name__ == "__main__":
-    build().run("stdio")
+    if sys.argv[1:2] == ["http"]:
+        build().run("streamable-http", port=int(sys.argv[2]))
+    else:
+        build().run("stdio")

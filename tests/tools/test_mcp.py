@@ -26,7 +26,7 @@ TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC
 
 async def test_an_in_process_server_s_tools_are_raf_tools() -> None:
     async with mcp_tools(build()) as tools:
-        assert [t.name for t in tools] == ["add", "fail", "die_now"]
+        assert [t.name for t in tools] == ["add", "fail", "die_now", "grow"]
         add = tools[0]
         assert isinstance(add, McpTool)
         assert add.definition.description == "Add two numbers."
@@ -42,7 +42,7 @@ async def test_an_in_process_server_s_tools_are_raf_tools() -> None:
 
 async def test_prefixes_keep_servers_apart() -> None:
     async with mcp_tools(build(), prefix="calc_") as tools:
-        assert [t.name for t in tools] == ["calc_add", "calc_fail", "calc_die_now"]
+        assert [t.name for t in tools] == ["calc_add", "calc_fail", "calc_die_now", "calc_grow"]
         assert (await tools[0].call('{"a": 1, "b": 1}')).text == "2"
     with pytest.raises(ValueError, match="prefix"):
         mcp_tools(build(), prefix="a.b")
@@ -59,7 +59,12 @@ async def test_a_react_agent_uses_mcp_tools_through_the_openai_client() -> None:
         response = await agent.run("20 + 22?").collect()
     assert response.text == "42"
     first, second = server.requests
-    assert [t["function"]["name"] for t in first.body["tools"]] == ["add", "fail", "die_now"]
+    assert [t["function"]["name"] for t in first.body["tools"]] == [
+        "add",
+        "fail",
+        "die_now",
+        "grow",
+    ]
     assert first.body["tools"][0]["function"]["parameters"]["required"] == ["a", "b"]
     results = [m for m in second.body["messages"] if m["role"] == "tool"]
     assert [r["content"] for r in results] == ["42", "Error executing tool fail: nope"]
