@@ -144,7 +144,7 @@ class IAgent(Protocol):
         session: Session | None = None,
         options: RunOptions | None = None,
     ) -> AgentRun[Any]:
-        """Start a run; `async with` the result to stream it, or `await .collect()`.
+        """Start a run; `async with` the result to stream it, or `await` it for the response.
 
         An agent may say more about the value: `ReactAgent(..., output_schema=Plan).run()`
         is an `AgentRun[Plan]`, which is an `AgentRun[Any]` too.

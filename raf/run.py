@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -144,13 +144,16 @@ class RunContext:
 
 
 class AgentRun(ProducerStream[AgentUpdate, AgentResponse[ValueT]]):
-    """One run of an agent: `async with` it to stream, or `await .collect()`.
+    """One run of an agent: `await` it for the response, or `async with` it to stream.
 
-    Generic in the type of the response's value (`AgentRun` alone is `AgentRun[Any]`).
+    `await agent.run(m)` and `await agent.run(m).collect()` both run to the end and return the
+    `AgentResponse`. Generic in the type of the response's value (`AgentRun` alone is
+    `AgentRun[Any]`).
 
     Example:
         >>> async def main(agent):
-        ...     async with agent.run("hello") as stream:
+        ...     response = await agent.run("hello")
+        ...     async with agent.run("hello again") as stream:
         ...         async for update in stream:
         ...             print(update.type, update.path)
     """
@@ -160,16 +163,23 @@ class AgentRun(ProducerStream[AgentUpdate, AgentResponse[ValueT]]):
     misuse = (
         "an AgentRun streams inside its context manager: write "
         "`async with agent.run(messages) as stream: async for update in stream: ...`, "
-        "or `await agent.run(messages).collect()`"
+        "or `await agent.run(messages)` for the response"
     )
 
-    if not TYPE_CHECKING:  # only at run time: type checkers go on reporting `await agent.run()`
+    def __await__(self) -> Generator[Any, Any, AgentResponse[ValueT]]:
+        return self.collect().__await__()
 
-        def __await__(self):
+    if not TYPE_CHECKING:  # only at run time: type checkers go on reporting a plain `with`
+
+        def __enter__(self):
             raise TypeError(
-                "an AgentRun is not awaitable: write `await agent.run(messages).collect()` for "
-                "the response, or `async with agent.run(messages) as stream:` to stream it"
+                "an AgentRun is entered with `async with`, not `with`: write "
+                "`async with agent.run(messages) as stream:` inside an async function, or "
+                "`response = await agent.run(messages)` for the response"
             )
+
+        def __exit__(self, *exc_info):  # never reached: `__enter__` raises
+            return None
 
     @property
     def response(self) -> AgentResponse[ValueT] | None:

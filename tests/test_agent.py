@@ -58,15 +58,31 @@ async def test_iterating_without_entering_shows_the_async_with_form() -> None:
     assert (await run.collect()).text == "hi"
 
 
-async def test_awaiting_a_run_says_to_collect_it_or_enter_it() -> None:
+async def test_awaiting_a_run_returns_its_response() -> None:
+    agent = FunctionAgent("e", echo)
+    response = await agent.run("hi")
+    assert isinstance(response, AgentResponse) and response.text == "hi"
+    assert (await agent.run("again")).text == "hi | hi | again"  # the session went on
+
+
+async def test_an_awaited_run_is_used_up_like_a_collected_one() -> None:
     run = FunctionAgent("e", echo).run("hi")
-    with pytest.raises(TypeError) as raised:
-        await run  # type: ignore[misc]
+    assert (await run).text == "hi"
+    assert run.response is not None and run.response.text == "hi"
+    with pytest.raises(RuntimeError, match=r"^this AgentRun has run already"):
+        await run
+
+
+async def test_a_plain_with_shows_the_async_with_form() -> None:
+    run = FunctionAgent("e", echo).run("hi")
+    with pytest.raises(TypeError) as raised, run:  # type: ignore[attr-defined]
+        pass
     assert str(raised.value) == (
-        "an AgentRun is not awaitable: write `await agent.run(messages).collect()` for the "
-        "response, or `async with agent.run(messages) as stream:` to stream it"
+        "an AgentRun is entered with `async with`, not `with`: write "
+        "`async with agent.run(messages) as stream:` inside an async function, or "
+        "`response = await agent.run(messages)` for the response"
     )
-    assert (await run.collect()).text == "hi"  # the mistake did not use the run up
+    assert (await run).text == "hi"  # the mistake did not use the run up
 
 
 async def test_a_run_starts_once() -> None:

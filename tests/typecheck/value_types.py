@@ -50,6 +50,8 @@ async def an_output_schema_types_the_value(provider: LlmProvider) -> None:
     assert_type(response.value, Plan)
     assert_type(run.response, AgentResponse[Plan] | None)
     assert_type((await planner.run("x").collect()).value.steps, list[str])
+    assert_type(await planner.run("x"), AgentResponse[Plan])
+    assert_type((await planner.run("x")).value.steps, list[str])
     positional = ReactAgent("planner", provider, "Plan.", [], Plan, 3, "plans trips")
     assert_type(positional, ReactAgent[Plan])
     native = ReactAgent("planner", provider, "Plan.", output_schema=Plan, output_mode="native")
@@ -63,8 +65,15 @@ async def without_a_schema_the_value_is_none(provider: LlmProvider) -> None:
     assert_type(ReactAgent("chat", provider, "Be brief.", output_schema=None), ReactAgent[None])
     echo = FunctionAgent("echo", lambda messages: messages[-1].text)
     assert_type((await echo.run("hi").collect()).value, None)
+    assert_type((await chat.run("hi")).value, None)
     wrong: Plan = (await chat.run("hi").collect()).value  # pyright: ignore[reportAssignmentType]
-    print(wrong)
+    also_wrong: Plan = (await chat.run("hi")).value  # pyright: ignore[reportAssignmentType]
+    print(wrong, also_wrong)
+
+
+def a_run_is_not_a_sync_context_manager(provider: LlmProvider) -> None:
+    with ReactAgent("chat", provider, "Hi.").run("hi"):  # pyright: ignore[reportGeneralTypeIssues]
+        pass
 
 
 def a_schema_that_may_be_none_gives_either(
@@ -93,6 +102,7 @@ async def unparametrised_means_any(
     assert_type(base.run("x"), AgentRun[Any])
     assert_type(any_agent.run("x"), AgentRun[Any])
     assert_type((await any_agent.run("x").collect()).value, Any)
+    assert_type(await any_agent.run("x"), AgentResponse[Any])
     assert_type(AgentResponse(), AgentResponse[Any])
     assert_type(AgentResponse(value=Plan(steps=[])), AgentResponse[Plan])
     assert_type(AgentResponse[Plan].model_validate_json("{}").value, Plan)
