@@ -26,6 +26,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from raf._defaults import new_dict
+from raf._options import Options
 from raf._single_writer import OnBusy, claim_session
 from raf.budget import Budget, BudgetTracker
 from raf.errors import AgentError, BudgetExceeded, RunTimeout, UnknownRequest
@@ -76,15 +77,13 @@ class AgentMetadata(BaseModel):
     """JSON schema of the structured value, when the agent has one."""
 
 
-class RunOptions(BaseModel):
+class RunOptions(Options):
     """Options of one run.
 
     Example:
         >>> RunOptions(max_rounds=3, timeout=30).timeout
         30.0
     """
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     max_rounds: int | None = Field(default=None, ge=1)
     """Model calls allowed to each ReAct loop (overrides the agent's own `max_rounds`)."""

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from raf._options import Options
 from raf.errors import AgentPath, BudgetExceeded
 
 
-class Budget(BaseModel):
+class Budget(Options):
     """Limits for a run's whole tree; `None` means unlimited."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     tokens: int | None = Field(default=None, ge=0)
     """Total input plus output tokens of every model call in the tree."""

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import anyio
 import pytest
@@ -336,3 +336,40 @@ async def collect_items(stream: AsyncIterator[AgentUpdate]) -> list[AgentUpdate]
 
 def stream_items(items: Sequence[AgentUpdate], kind: type[TextDelta]) -> list[TextDelta]:
     return [item for item in items if isinstance(item, kind)]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: RunOptions(timout=5),  # type: ignore[call-arg]
+            "RunOptions() got an unknown field 'timout'; did you mean 'timeout'? its fields are: "
+            "max_rounds, timeout, budget, metadata, on_busy",
+        ),
+        (
+            lambda: Budget(token=5),  # type: ignore[call-arg]
+            "Budget() got an unknown field 'token'; did you mean 'tokens'? its fields are: "
+            "tokens, rounds, seconds",
+        ),
+        (
+            lambda: RunOptions(budget={"second": 3}),
+            "Budget() got an unknown field 'second'; did you mean 'seconds'? its fields are: "
+            "tokens, rounds, seconds",
+        ),
+        (
+            lambda: Budget(colour=1),  # type: ignore[call-arg]
+            "Budget() got an unknown field 'colour'; its fields are: tokens, rounds, seconds",
+        ),
+    ],
+)
+def test_option_objects_refuse_an_unknown_field_naming_the_closest(
+    make: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(TypeError) as raised:
+        make()
+    assert str(raised.value) == message
+
+
+def test_option_objects_still_take_their_fields() -> None:
+    options = RunOptions(timeout=5, budget={"tokens": 9})  # type: ignore[arg-type]
+    assert options.timeout == 5.0 and options.budget == Budget(tokens=9)

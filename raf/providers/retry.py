@@ -21,20 +21,20 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from raf._options import Options
 
 _TRANSIENT_STATUSES = frozenset({408, 429})
 
 
-class RetryPolicy(BaseModel):
+class RetryPolicy(Options):
     """Retries of transient model-call failures, with exponential backoff.
 
     Example:
         >>> RetryPolicy(max_attempts=1).max_attempts  # one attempt: never retry
         1
     """
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     max_attempts: int = Field(default=4, ge=1, le=100)
     """Attempts in total, the first one included; 1 disables retries."""

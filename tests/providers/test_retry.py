@@ -37,12 +37,18 @@ def test_defaults_match_the_contract() -> None:
         {"max_delay": -1.0},
         {"initial_delay": 2.0, "max_delay": 1.0},
         {"max_retry_after": -1.0},
-        {"max_atempts": 3},
     ],
 )
 def test_invalid_settings_are_rejected(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         RetryPolicy.model_validate(kwargs)
+
+
+def test_an_unknown_setting_is_a_type_error_naming_the_closest() -> None:
+    with pytest.raises(TypeError, match=r"^RetryPolicy\(\) got an unknown field 'max_atempts'; "):
+        RetryPolicy(max_atempts=3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"did you mean 'max_attempts'\?"):
+        RetryPolicy.model_validate({"max_atempts": 3})
 
 
 def test_policy_is_frozen() -> None:
