@@ -1,7 +1,8 @@
 """The model behind the examples: scripted by default, a real endpoint when configured.
 
 Set `OPENAI_BASE_URL` / `OPENAI_API_KEY` (and `RAF_MODEL`) to run the examples on a real
-OpenAI-compatible endpoint; otherwise each agent answers from a small script.
+OpenAI-compatible endpoint (a local server at `OPENAI_BASE_URL` needs no key); otherwise each
+agent answers from a small script.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from raf.messages import ChatMessage
+from raf.providers.openai import LOCAL_API_KEY
 from raf.testing import ScriptedOpenAIServer, Turn, text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,6 +116,19 @@ async def test_example_runs_against_an_openai_compatible_endpoint(name: str) -> 
     assert EXPECTED[name] in done.stdout.decode()
     uses_a_model = "provider_for" in (EXAMPLES / name).read_text()
     assert (len(server.requests) > 0) == uses_a_model
+
+
+@pytest.mark.anyio
+async def test_an_example_runs_on_a_local_server_with_a_base_url_alone() -> None:
+    async with ScriptedOpenAIServer(answer_briefly) as server:
+        env = offline_env() | {"OPENAI_BASE_URL": server.base_url}
+        with anyio.fail_after(60):
+            done = await anyio.run_process(command("group_chat.py", "script"), env=env, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert EXPECTED["group_chat.py"] in done.stdout.decode()
+    assert server.requests and all(
+        r.headers["authorization"] == f"Bearer {LOCAL_API_KEY}" for r in server.requests
+    )
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

@@ -2,7 +2,9 @@
 
 It runs on the built-in scripted model, or on a real OpenAI-compatible endpoint when
 `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set (`RAF_MODEL` picks the model, default
-`gpt-4o-mini`).
+`gpt-4o-mini`; a local server at `OPENAI_BASE_URL` needs no key). A real model answers the
+prompt; the scripted one plays the same tree for the city the prompt names ("... in Porto",
+"... to Porto"), Lisbon when it names none.
 
     trip (concurrent)
     ├── itinerary (sequential): researcher [find_sights] → planner [estimate_cost]
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from typing import cast
@@ -96,11 +99,29 @@ def _summary(results: list[str]) -> str:
     return " ".join(parts)
 
 
-def _scripted_providers() -> dict[str, LlmProvider]:
+DEFAULT_CITY = "Lisbon"
+"""The city the scripted model plans for when the prompt names none."""
+
+_CITY = re.compile(r"\b(?:in|to|of|for|at|visit|visiting)\s+((?:[A-Z][\w'-]*\s?)+)")
+
+
+def city_in(prompt: str) -> str:
+    """The city a prompt names, the way the scripted model reads it ("A weekend in Porto").
+
+    Example:
+        >>> city_in("A weekend in Porto"), city_in("Plan a trip to New York."), city_in("hi")
+        ('Porto', 'New York', 'Lisbon')
+    """
+    found = _CITY.search(prompt)
+    return found.group(1).strip() if found else DEFAULT_CITY
+
+
+def _scripted_providers(prompt: str) -> dict[str, LlmProvider]:
+    city = city_in(prompt)
     return {
-        "researcher": _scripted(lambda m: tool_calls(("find_sights", {"city": "Lisbon"}))),
+        "researcher": _scripted(lambda m: tool_calls(("find_sights", {"city": city}))),
         "planner": _scripted(lambda m: tool_calls(("estimate_cost", {"days": 2}))),
-        "forecaster": _scripted(lambda m: tool_calls(("forecast", {"city": "Lisbon"}))),
+        "forecaster": _scripted(lambda m: tool_calls(("forecast", {"city": city}))),
         "packer": _scripted(
             lambda m: text(
                 "Pack light layers, comfortable shoes for the hills, sunglasses and a rain jacket.",
@@ -154,10 +175,11 @@ def build_demo(providers: dict[str, LlmProvider]) -> IAgent:
 
 
 @asynccontextmanager
-async def demo_providers() -> AsyncGenerator[dict[str, LlmProvider]]:
-    """Scripted providers, or OpenAI providers when an endpoint is configured."""
+async def demo_providers(prompt: str) -> AsyncGenerator[dict[str, LlmProvider]]:
+    """Scripted providers playing `prompt`'s city, or OpenAI providers when an endpoint is
+    configured."""
     if not (os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")):
-        yield _scripted_providers()
+        yield _scripted_providers(prompt)
         return
     from raf.providers.openai import OpenAIProvider, create_client
 
@@ -169,7 +191,7 @@ async def demo_providers() -> AsyncGenerator[dict[str, LlmProvider]]:
 
 async def run_demo(console: Console, prompt: str) -> int:
     """Run the demo on `prompt`, drawing the live tree; return an exit code."""
-    async with demo_providers() as providers:
+    async with demo_providers(prompt) as providers:
         agent = build_demo(providers)
         console.print(f"[dim]model: {_model_note(providers)}[/]")
         response = await stream_live(agent, prompt, console)

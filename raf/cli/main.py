@@ -11,7 +11,7 @@
 
 `ATTR` may be an `IAgent`, a `Workflow`, or a zero-argument factory of either; `MODULE` is a
 dotted module name or a path to a `.py` file. Exit status: 0 done, 1 the run failed, 2 a mistake
-in the command (said in one line), 130 cancelled by Ctrl-C.
+in the command (said in one line; `raf` alone prints the help), 130 cancelled by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -35,6 +35,19 @@ EXIT_BROKEN_PIPE = 141
 
 _TARGET_HELP = "MODULE:ATTR, an agent, a workflow or a zero-argument factory of either"
 
+_DEMO_HELP = """\
+Plan a weekend trip with a concurrent workflow of two sequential workflows of ReAct agents
+with tools, drawn as a live tree, then print each agent's answer.
+
+Offline (the default) a built-in scripted model answers: it plays the same steps for the
+city the prompt names ("A weekend in Porto"), Lisbon when it names none.
+
+Environment:
+  OPENAI_BASE_URL  an OpenAI-compatible server (say http://127.0.0.1:8080/v1 for llama.cpp);
+                   a local server needs no key. A real model answers the prompt itself.
+  OPENAI_API_KEY   the key for the server, or for the OpenAI API when no base URL is set
+  RAF_MODEL        the model name sent (default: gpt-4o-mini)"""
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `raf` command."""
@@ -44,8 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"raf {raf.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = commands.add_parser("demo", help="run a nested workflow on the scripted model")
-    demo.add_argument("prompt", nargs="?", default="Plan a weekend trip to Lisbon.")
+    demo = commands.add_parser(
+        "demo",
+        help="run a nested workflow of ReAct agents on the scripted model or yours",
+        description=_DEMO_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    demo.add_argument(
+        "prompt",
+        nargs="?",
+        default="Plan a weekend trip to Lisbon.",
+        help="the trip to plan (default: %(default)r)",
+    )
     demo.set_defaults(handler=cmd_demo)
 
     run = commands.add_parser("run", help="stream a run as a live tree, then print its answer")
@@ -102,8 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `raf` command; return its exit status."""
-    args = build_parser().parse_args(argv)
+    """Run the `raf` command; return its exit status.
+
+    `raf` alone prints the help to stderr and exits with status 2: a command is missing, which
+    is a mistake in the command as argparse counts them (`raf --help` exits with 0).
+    """
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help(sys.stderr)
+        return EXIT_MISTAKE
+    args = parser.parse_args(argv)
     console = Console()
     try:
         status = cast(int, args.handler(args, console))

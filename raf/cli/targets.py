@@ -109,7 +109,7 @@ def _describe_failure(what: str, exc: Exception) -> str:
     if type(exc).__module__.startswith("openai") and "api_key" in str(exc):
         return (
             f"{what}: no API key; set OPENAI_API_KEY (for a local server, set OPENAI_BASE_URL "
-            "and any key)"
+            "alone)"
         )
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
@@ -53,18 +54,37 @@ _RESERVED = frozenset(
 )
 
 
+LOCAL_API_KEY = "not-needed"
+"""The key `create_client` sends to a server at a base URL when no key is set: local
+OpenAI-compatible servers (llama.cpp, vLLM, Ollama, LM Studio) want some key, and any will do."""
+
+
 def create_client(base_url: str | None = None, api_key: str | None = None) -> openai.AsyncOpenAI:
     """An `openai.AsyncOpenAI` client for `OpenAIProvider`, with the client's own retries off.
 
     raf retries with its `RetryPolicy`, so the client gets `max_retries=0`. Unset arguments
-    come from `OPENAI_BASE_URL` and `OPENAI_API_KEY`. The caller owns the client: close it
+    come from `OPENAI_BASE_URL` and `OPENAI_API_KEY`. With a base URL and no key (a local
+    server), the placeholder `LOCAL_API_KEY` is sent. The caller owns the client: close it
     (`async with client:` or `await client.close()`) on the event loop that made it.
+
+    Raises:
+        ValueError: with neither a key nor a base URL, saying which to set.
 
     Example:
         >>> async def main() -> None:
         ...     async with create_client("http://127.0.0.1:8000/v1", "key") as client:
         ...         ...
     """
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    if api_key is None:
+        if base_url is None:
+            raise ValueError(
+                "create_client() has no API key and no base URL: set OPENAI_API_KEY (or pass "
+                "api_key=...) for the OpenAI API, or set OPENAI_BASE_URL (or pass base_url=...) "
+                "for a local OpenAI-compatible server, which needs no key"
+            )
+        api_key = LOCAL_API_KEY
     return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
 
 

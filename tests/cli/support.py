@@ -29,8 +29,10 @@ class Done:
     err: str
 
 
-async def raf(*args: str, cwd: Path = ROOT) -> Done:
-    """`raf ARGS...` run to the end."""
+async def raf(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> Done:
+    """`raf ARGS...` run to the end (offline, with `env` added to the environment)."""
     with anyio.fail_after(TIMEOUT):
-        result = await anyio.run_process([RAF, *args], cwd=cwd, env=offline_env(), check=False)
+        result = await anyio.run_process(
+            [RAF, *args], cwd=cwd, env=offline_env() | (env or {}), check=False
+        )
     return Done(result.returncode, result.stdout.decode(), result.stderr.decode())

@@ -7,7 +7,9 @@ from rich.console import Console
 
 from raf.cli.demo import run_demo
 from raf.messages import ChatMessage
+from raf.providers.openai import LOCAL_API_KEY
 from raf.testing import Quirks, ScriptedOpenAIServer, Turn, text, tool_calls
+from tests.cli.support import raf
 
 pytestmark = pytest.mark.anyio
 
@@ -61,3 +63,17 @@ async def test_demo_agents_call_their_tools_on_a_local_server(
     out = console.export_text()
     assert "find_sights ✓" in out and "estimate_cost ✓" in out and "forecast ✓" in out
     assert all(r.body["messages"][-1]["role"] != "assistant" for r in server.requests)
+
+
+async def test_raf_demo_runs_on_a_local_server_with_a_base_url_alone() -> None:
+    # `OPENAI_BASE_URL=... raf demo`, as docs/local-models.md says: no key set at all.
+    async with ScriptedOpenAIServer(endpoint) as server:
+        base_url = server.base_url
+        env = {"OPENAI_BASE_URL": base_url, "RAF_MODEL": "local-model"}
+        done = await raf("demo", "A weekend in Porto.", env=env)
+    assert done.status == 0, done.err
+    assert "find_sights ✓" in done.out and "forecast ✓" in done.out
+    assert f"model: local-model at {base_url}" in done.out
+    assert "Traceback" not in done.err
+    assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {LOCAL_API_KEY}"}
+    assert {r.body["model"] for r in server.requests} == {"local-model"}

@@ -31,6 +31,28 @@ async def test_help_and_version() -> None:
     assert version.out == f"raf {metadata.version('raf')}\n" == f"raf {raf_package.__version__}\n"
 
 
+async def test_raf_alone_prints_the_help_and_exits_2() -> None:
+    done = await raf()
+    assert done.status == 2 and done.out == ""
+    assert done.err.startswith("usage: raf [-h] [--version] COMMAND ...")
+    assert all(command in done.err for command in ("demo", "run", "tree", "graph", "acp"))
+
+
+async def test_demo_help_says_what_it_does_offline_and_what_it_reads() -> None:
+    done = await raf("demo", "--help")
+    assert done.status == 0
+    said = " ".join(done.out.split())
+    assert "a built-in scripted model answers" in said and "the city the prompt names" in said
+    for variable in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAF_MODEL"):
+        assert variable in said
+
+
+async def test_the_scripted_demo_plans_for_the_city_in_the_prompt() -> None:
+    done = await raf("demo", "A weekend in Porto")
+    assert done.status == 0, done.err
+    assert '"city":"Porto"' in done.out and "Lisbon" not in done.out
+
+
 async def test_demo_streams_the_nested_tree_and_answers() -> None:
     done = await raf("demo")
     assert done.status == 0, done.err

@@ -25,7 +25,7 @@ from raf.providers.base import (
     ToolCallStarted,
     UsageReport,
 )
-from raf.providers.openai import OpenAIProvider, create_client
+from raf.providers.openai import LOCAL_API_KEY, OpenAIProvider, create_client
 from raf.providers.retry import RetryPolicy
 from raf.testing import ScriptedOpenAIServer, Turn, error, resolve, text, tool_calls
 from raf.tools.definition import ToolDefinition
@@ -488,3 +488,33 @@ async def test_a_stall_after_output_began_times_out_between_chunks() -> None:
     assert len(heads) == 1  # output had begun: no retry
     assert "broke after output began" in str(info.value)
     assert "timeout" in str(info.value).lower()
+
+
+async def test_a_base_url_alone_is_enough_a_placeholder_key_is_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    async with ScriptedOpenAIServer([text("hi")]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        async with create_client() as client:
+            events = await _collect(OpenAIProvider(client, "local", retry=FAST))
+    assert [e for e in events if isinstance(e, TextChunk)] == [TextChunk("hi")]
+    assert server.requests[0].headers["authorization"] == f"Bearer {LOCAL_API_KEY}"
+
+
+async def test_a_key_given_or_set_is_sent_to_the_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "from-env")
+    async with ScriptedOpenAIServer([text("a"), text("b")]) as server:
+        async with create_client(server.base_url) as client:
+            await _collect(OpenAIProvider(client, "m", retry=FAST))
+        async with create_client(server.base_url, "given") as client:
+            await _collect(OpenAIProvider(client, "m", retry=FAST))
+    keys = [r.headers["authorization"] for r in server.requests]
+    assert keys == ["Bearer from-env", "Bearer given"]
+
+
+def test_no_key_and_no_base_url_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ValueError, match=r"^create_client\(\) has no API key and no base URL: set"):
+        create_client()
