@@ -18,7 +18,7 @@ from bench.suites.base import INSTRUCTIONS, PROMPT, TOKEN, Outcome
 from bench.suites.raf_suite import RafSuite, ZeroLatencyProvider
 from raf import MagenticBuilder, ReactAgent, Session, VoteBuilder, unanimous
 from raf.agent import IAgent
-from raf.builders.magentic_manager import FINAL_ANSWER, PROGRESS_LEDGER
+from raf.builders.magentic.manager import FINAL_ANSWER, PROGRESS_LEDGER
 from raf.messages import ChatMessage
 
 

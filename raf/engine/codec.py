@@ -10,7 +10,8 @@ found.
 Decoding never imports what a checkpoint names: a `model` comes back as its class only when
 that class is known here — encoded by this process, declared by a workflow's nodes and agents
 (`Workflow` registers them when built), or added with `register_model`; any other comes back as
-its plain JSON data.
+its plain JSON data. A checkpoint written before a module of raf's moved names the class where
+it stood then, and finds it where it stands now (`_MOVED`).
 
 Example:
     >>> from raf.messages import ChatMessage
@@ -35,6 +36,28 @@ __all__ = ["decode", "encode", "register_model"]
 
 _MODELS: dict[str, type[BaseModel]] = {}
 """The model classes checkpoints may name, by `"module:QualName"` (see the module docstring)."""
+
+_MOVED: dict[str, str] = {
+    "raf.builders.group_chat": "raf.builders.group_chat.builder",
+    "raf.builders.group_chat_selectors": "raf.builders.group_chat.selectors",
+    "raf.builders.group_chat_termination": "raf.builders.group_chat.termination",
+    "raf.builders.handoff": "raf.builders.handoff.builder",
+    "raf.builders.magentic": "raf.builders.magentic.builder",
+    "raf.builders.magentic_ledger": "raf.builders.magentic.ledger",
+    "raf.builders.magentic_manager": "raf.builders.magentic.manager",
+    "raf.builders.magentic_review": "raf.builders.magentic.review",
+    "raf.builders.roles": "raf.builders.roles.builder",
+    "raf.builders.roles_events": "raf.builders.roles.events",
+    "raf.builders.roles_nodes": "raf.builders.roles.nodes",
+    "raf.builders.roles_program": "raf.builders.roles.program",
+    "raf.builders.roles_ticks": "raf.builders.roles.ticks",
+    "raf.builders.vote": "raf.builders.vote.builder",
+    "raf.builders.vote_ballot": "raf.builders.vote.ballot",
+    "raf.builders.vote_judge": "raf.builders.vote.judging",
+    "raf.builders.vote_policy": "raf.builders.vote.policy",
+}
+"""Where the modules of raf that checkpoints may name moved, by their old names: each pattern's
+modules went into its own package (`raf.builders.vote_ballot` is `raf.builders.vote.ballot`)."""
 
 
 def register_model(cls: type[BaseModel]) -> type[BaseModel]:
@@ -160,7 +183,7 @@ def decode(data: dict[str, Any]) -> Any:
             ],
         )
     if tag == "model":
-        cls = _MODELS.get(str(data.get("cls")))
+        cls = _model_class(str(data.get("cls")))
         return body if cls is None else cls.model_validate(body)
     if tag == "list":
         return [decode(item) for item in body]
@@ -181,6 +204,17 @@ def decode(data: dict[str, Any]) -> Any:
     if tag == "uuid":
         return uuid.UUID(body)
     raise ValueError(f"not a checkpointed value (unknown tag {tag!r}); was it written by raf?")
+
+
+def _model_class(path: str) -> type[BaseModel] | None:
+    """The known class `path` names, where it stands now if its module moved since."""
+    cls = _MODELS.get(path)
+    if cls is None:
+        module, _, name = path.partition(":")
+        moved = _MOVED.get(module)
+        if moved is not None:
+            cls = _MODELS.get(f"{moved}:{name}")
+    return cls
 
 
 def _is_json(value: Any) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from raf.builders.magentic_manager import (
+from raf.builders.magentic.manager import (
     FINAL_ANSWER,
     PLAN,
     PROGRESS_LEDGER,

@@ -19,7 +19,7 @@ from raf import (
 )
 from raf.agent import AgentMetadata, IAgent
 from raf.builders import ChatProgress
-from raf.builders.group_chat_selectors import EndChat
+from raf.builders.group_chat.selectors import EndChat
 from raf.errors import WorkflowError
 from raf.messages import ChatMessage
 from raf.providers.openai import OpenAIProvider, create_client

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raf import FunctionAgent, MagenticBuilder, Session, WorkflowError
-from raf.builders.magentic_review import revision_in
+from raf.builders.magentic.review import revision_in
 from raf.messages import ChatMessage
 from raf.testing import ScriptedProvider, Turn, text
 from tests.builders.magentic_script import Manager, kind_of, progress

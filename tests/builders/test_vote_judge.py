@@ -18,7 +18,7 @@ from raf import (
     VoteBuilder,
     judge,
 )
-from raf.builders.vote_judge import in_play
+from raf.builders.vote.judging import in_play
 from raf.messages import ChatMessage
 from raf.stores import SqliteCheckpointStore
 from tests.helpers import Barrier

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from raf.builders.vote_policy import (
+from raf.builders.vote.policy import (
     Outcome,
     VotePolicy,
     count,

@@ -3,14 +3,19 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from raf.builders.group_chat.selectors import SpeakerChoice
+from raf.builders.magentic.ledger import LedgerAnswer, LedgerChoice, TaskLedger
+from raf.builders.vote.ballot import Ballot, VoteResult
+from raf.engine.checkpointing import decode_state, encode_state
 from raf.engine.codec import CheckpointValueError, decode, encode
+from raf.engine.state import RunState
 from raf.messages import ChatMessage, ToolCallContent
 from raf.updates import AgentResponse, RequestInfoUpdate, Usage
 
@@ -202,3 +207,53 @@ def test_a_lone_surrogate_in_a_value_is_checkpointed_as_the_replacement_characte
     # Encoded as UTF-8, as every store writes it: a lone surrogate would raise here.
     text = json.dumps(encode(value, "a test value"), ensure_ascii=False).encode()
     assert decode(json.loads(text)) == expected
+
+
+@pytest.mark.parametrize(
+    ("old_module", "value"),
+    [
+        ("raf.builders.vote_ballot", Ballot(choice="tea", confidence=0.5, rationale="warm")),
+        ("raf.builders.vote_ballot", VoteResult(winner="tea", tally={"tea": 1.0}, ballots={})),
+        ("raf.builders.magentic_ledger", TaskLedger(facts="f", plan="p")),
+        ("raf.builders.magentic_ledger", LedgerAnswer(reason="r", answer=True)),
+        ("raf.builders.magentic_ledger", LedgerChoice(reason="r", answer="a")),
+        ("raf.builders.group_chat_selectors", SpeakerChoice(reason="r", speaker="a")),
+    ],
+)
+def test_a_model_named_by_the_module_it_stood_in_before_it_moved_comes_back(
+    old_module: str, value: BaseModel
+) -> None:
+    data = json.loads(json.dumps(encode(value, "a test value")))
+    name = type(value).__qualname__
+    assert data["cls"] == f"{type(value).__module__}:{name}"
+    data["cls"] = f"{old_module}:{name}"
+    assert decode(data) == value
+
+
+def test_a_checkpoint_written_before_the_patterns_had_packages_brings_its_models_back() -> None:
+    ballot = Ballot(choice="tea")
+    result = VoteResult(winner="tea", tally={"tea": 1.0}, ballots={"a": ballot})
+    response = AgentResponse(messages=[ChatMessage.assistant("tea", author="lunch")], value=result)
+    state = RunState(pending={"count": [response]}, outputs=[("count", response)])
+    written = json.dumps(encode_state(state))
+    assert "raf.builders.vote.ballot:VoteResult" in written
+    # The same checkpoint as a release with `raf/builders/vote_ballot.py` wrote it.
+    old = written.replace("raf.builders.vote.ballot:", "raf.builders.vote_ballot:")
+    assert "raf.builders.vote.ballot:" not in old
+
+    restored = decode_state(json.loads(old))
+
+    [(node, output)] = restored.outputs
+    assert node == "count"
+    assert isinstance(output, AgentResponse)
+    value = cast("AgentResponse[Any]", output).value
+    assert isinstance(value, VoteResult)
+    assert value == result
+    assert isinstance(value.ballots["a"], Ballot)
+    assert restored.pending["count"][0].value == result
+
+
+def test_a_model_of_a_module_that_never_moved_is_not_looked_for_elsewhere() -> None:
+    data = json.loads(json.dumps(encode(TaskLedger(facts="f", plan="p"), "a test value")))
+    data["cls"] = "raf.builders.elsewhere:TaskLedger"
+    assert decode(data) == {"facts": "f", "plan": "p"}

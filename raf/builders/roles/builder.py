@@ -49,10 +49,10 @@ from pydantic import BaseModel
 
 from raf.adapters.binding import AdapterBinding
 from raf.agent import check_agent_id
-from raf.builders.roles_events import END, START_ROLE, End, Moderator, RoleEvent
-from raf.builders.roles_nodes import ModeratorNode, RoleNode, StartNode
-from raf.builders.roles_program import MODERATOR_NODE, Role, RoleProgram
-from raf.builders.roles_ticks import TickRunner
+from raf.builders.roles.events import END, START_ROLE, End, Moderator, RoleEvent
+from raf.builders.roles.nodes import ModeratorNode, RoleNode, StartNode
+from raf.builders.roles.program import MODERATOR_NODE, Role, RoleProgram
+from raf.builders.roles.ticks import TickRunner
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.workflow import Workflow
 from raf.errors import GraphValidationError

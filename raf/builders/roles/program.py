@@ -19,7 +19,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from ulid import ULID
 
 from raf.adapters.thread import RoleFn, Step, ThreadContext
-from raf.builders.roles_events import START_ROLE, End, Moderator, RoleEvent
+from raf.builders.roles.events import START_ROLE, End, Moderator, RoleEvent
 from raf.errors import SchemaValidationError, WorkflowError
 from raf.messages import ChatMessage
 from raf.stores._records import content_digest

@@ -15,7 +15,7 @@ from typing import Literal
 from raf.adapters.meter import CallMeter
 from raf.agent import BaseAgent
 from raf.builders._model_json import ask_json, ask_text
-from raf.builders.magentic_ledger import (
+from raf.builders.magentic.ledger import (
     ProgressLedger,
     Reading,
     Stall,

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel
 
 from raf.agent import IAgent
-from raf.builders.vote_ballot import Ballot, read_ballot
+from raf.builders.vote.ballot import Ballot, read_ballot
 from raf.engine.context import NodeContext
 from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage

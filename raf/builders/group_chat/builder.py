@@ -31,14 +31,14 @@ from typing import Any, ClassVar, NamedTuple, Self, cast
 
 from raf.agent import AgentMetadata, IAgent, check_agent_id
 from raf.builders._participants import check_agent, check_participants, free_id
-from raf.builders.group_chat_selectors import (
+from raf.builders.group_chat.selectors import (
     EndChat,
     FunctionSelector,
     Selector,
     SelectorFn,
     round_robin,
 )
-from raf.builders.group_chat_termination import ChatProgress, TerminationCondition
+from raf.builders.group_chat.termination import ChatProgress, TerminationCondition
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
 from raf.engine.executors import AgentExecutor, Executor, conversation_of

@@ -43,8 +43,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from raf._defaults import new_list
 from raf.agent import IAgent, check_agent_id
 from raf.builders._participants import check_agent, check_participants, free_id
-from raf.builders.magentic_ledger import ProgressLedger, Stall, TaskLedger
-from raf.builders.magentic_manager import (
+from raf.builders.magentic.ledger import ProgressLedger, Stall, TaskLedger
+from raf.builders.magentic.manager import (
     MANAGER,
     Briefing,
     ManagerCall,
@@ -54,7 +54,7 @@ from raf.builders.magentic_manager import (
     progress_prompt,
     team_briefing,
 )
-from raf.builders.magentic_review import REVIEWS, review_payload, revision_in
+from raf.builders.magentic.review import REVIEWS, review_payload, revision_in
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
 from raf.engine.executors import AgentExecutor, Executor, conversation_of

@@ -31,9 +31,9 @@ from pydantic import BaseModel, Field
 from raf._defaults import new_dict
 from raf.agent import IAgent, check_agent_id
 from raf.builders._participants import check_agent, check_participants, free_id
-from raf.builders.vote_ballot import Ballot, VoteResult, check_ballot_schema, read_ballot
-from raf.builders.vote_judge import ask_judge
-from raf.builders.vote_policy import VotePolicy, count, plurality, settled
+from raf.builders.vote.ballot import Ballot, VoteResult, check_ballot_schema, read_ballot
+from raf.builders.vote.judging import ask_judge
+from raf.builders.vote.policy import VotePolicy, count, plurality, settled
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext, Suspended
 from raf.engine.executors import Executor, conversation_of

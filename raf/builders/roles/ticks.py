@@ -32,8 +32,8 @@ from collections.abc import Sequence
 import anyio
 
 from raf._streaming import single_exceptions
-from raf.builders.roles_events import RoleEvent
-from raf.builders.roles_program import RoleProgram
+from raf.builders.roles.events import RoleEvent
+from raf.builders.roles.program import RoleProgram
 from raf.messages import ChatMessage
 from raf.stores.base import EventLog
 

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any, cast
 
-from raf.builders.magentic_ledger import TaskLedger
+from raf.builders.magentic.ledger import TaskLedger
 
 __all__ = ["CHOICES", "REVIEWS", "review_payload", "revision_in"]
 

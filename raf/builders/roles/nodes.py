@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from raf.adapters.role_context import playing_role
-from raf.builders.roles_program import MODERATOR_NODE, Role, RoleProgram
+from raf.builders.roles.program import MODERATOR_NODE, Role, RoleProgram
 from raf.engine.context import NodeContext
 from raf.engine.executors import Executor, conversation_of
 from raf.errors import AgentError, WorkflowError
