@@ -88,6 +88,28 @@ def create_client(base_url: str | None = None, api_key: str | None = None) -> op
     return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
 
 
+def _check_client(client: object, model: object) -> None:
+    """Fail at construction, saying what to pass, rather than with an `AttributeError` inside
+    the first call."""
+    if isinstance(client, str):
+        raise TypeError(
+            f"OpenAIProvider: client must be an openai.AsyncOpenAI, not the str {client!r}; "
+            f"pass OpenAIProvider(create_client({client!r}), {model!r}) (raf.create_client "
+            "builds one for a base URL)"
+        )
+    chat = getattr(client, "chat", None)
+    if not hasattr(getattr(chat, "completions", None), "create") or not hasattr(client, "base_url"):
+        raise TypeError(
+            "OpenAIProvider: client must be an openai.AsyncOpenAI (with .chat.completions and "
+            f".base_url), got {type(client).__name__}; pass raf.create_client(base_url, api_key)"
+        )
+    if not isinstance(model, str) or not model:
+        raise TypeError(
+            f"OpenAIProvider: model must be a model name (a non-empty str), got {model!r}; "
+            'pass OpenAIProvider(client, "gpt-4o-mini")'
+        )
+
+
 class OpenAIProvider:
     """An `LlmProvider` calling `client.chat.completions.create(stream=True)`.
 
@@ -126,6 +148,7 @@ class OpenAIProvider:
         timeout: float | None = None,
         **defaults: Any,
     ) -> None:
+        _check_client(client, model)
         reserved = sorted(_RESERVED & defaults.keys())
         if reserved:
             raise TypeError(

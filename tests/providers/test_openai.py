@@ -518,3 +518,22 @@ def test_no_key_and_no_base_url_says_what_to_set(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(ValueError, match=r"^create_client\(\) has no API key and no base URL: set"):
         create_client()
+
+
+def test_a_url_given_as_the_client_says_to_build_one() -> None:
+    with pytest.raises(TypeError) as raised:
+        OpenAIProvider("http://localhost", "m")  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "OpenAIProvider: client must be an openai.AsyncOpenAI, not the str 'http://localhost'; "
+        "pass OpenAIProvider(create_client('http://localhost'), 'm') (raf.create_client builds "
+        "one for a base URL)"
+    )
+
+
+async def test_something_else_as_the_client_or_the_model_is_refused_at_once() -> None:
+    with pytest.raises(TypeError, match=r"client must be an openai\.AsyncOpenAI .* got dict; pass"):
+        OpenAIProvider({}, "m")  # type: ignore[arg-type]
+    async with create_client("http://127.0.0.1:9/v1", "k") as client:
+        with pytest.raises(TypeError, match=r"model must be a model name .* got None; pass"):
+            OpenAIProvider(client, None)  # type: ignore[arg-type]
+        assert OpenAIProvider(client, "m").model == "m"
