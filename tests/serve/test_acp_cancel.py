@@ -74,16 +74,19 @@ async def _cancelled_on_a_locked_store(
 
 
 @pytest.mark.parametrize(
-    ("target", "next_answer"),
+    ("target", "first_ends", "next_answer"),
     [
         # Once its answer is streamed, the prompt only has its save left, and keeps its turn.
-        ("counter", "2 user messages"),
+        # Whether the server reads the cancel before that save gets the lock (the writer lets
+        # go right after sending it) is a race, so either stop reason is right; the turn is
+        # kept either way.
+        ("counter", {"cancelled", "end_turn"}, "2 user messages"),
         # Its tool's thread blocks for a minute: the cancel cuts the run off.
-        ("slow", "finished"),
+        ("slow", {"cancelled"}, "finished"),
     ],
 )
 async def test_a_prompt_cancelled_on_a_locked_store_ends_and_the_next_one_runs(
-    tmp_path: Path, target: str, next_answer: str
+    tmp_path: Path, target: str, first_ends: set[str], next_answer: str
 ) -> None:
     store = tmp_path / "sessions.db"
     client = _AnswerWatcher()
@@ -99,5 +102,7 @@ async def test_a_prompt_cancelled_on_a_locked_store_ends_and_the_next_one_runs(
             seen["text"] = client.text()
 
     await on_asyncio(scenario)
-    assert seen["first"] == ("cancelled", True)
+    reason, still_running = seen["first"]
+    assert still_running, "the prompt had ended before the cancel was sent"
+    assert reason in first_ends
     assert (seen["second"], seen["text"]) == ("end_turn", next_answer)
