@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import tempfile
 import time
@@ -79,6 +80,9 @@ class _Measure:
         return int(row[0])
 
     def drop(self) -> None:
+        if self.kind == "sqlite":
+            shutil.rmtree(os.path.dirname(self.where), ignore_errors=True)
+            return
         if self.kind == "postgres":
             import psycopg
 
