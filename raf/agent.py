@@ -159,9 +159,15 @@ def check_agent_id(agent_id: str) -> str:
     """Validate an agent id (a non-empty path segment: no `/`, no `#`).
 
     Raises:
+        TypeError: when the id is not a str, naming its type.
         ValueError: naming the bad id.
     """
-    if not isinstance(agent_id, str) or not _ID.match(agent_id) or not _encodes(agent_id):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(agent_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"agent id must be a str, not {type(agent_id).__name__} ({agent_id!r}); pass a "
+            f"name such as id={str(agent_id)!r}"
+        )
+    if not _ID.match(agent_id) or not _encodes(agent_id):
         raise ValueError(
             f"agent id {agent_id!r} is not usable: ids are non-empty, without '/', '#' or NUL, "
             "do not start with whitespace, and hold no lone surrogate"

@@ -229,6 +229,18 @@ def test_bad_ids_are_refused(bad: str) -> None:
         check_agent_id(bad)
 
 
+def test_an_id_that_is_not_a_str_is_a_type_error() -> None:
+    from raf import ConcurrentBuilder
+
+    expected = r"^agent id must be a str, not int \(3\); pass a name such as id='3'$"
+    with pytest.raises(TypeError, match=expected):
+        check_agent_id(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=expected):
+        ConcurrentBuilder(id=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^agent id must be a str, not NoneType"):
+        FunctionAgent(None, echo)  # type: ignore[arg-type]
+
+
 async def test_function_agent_rejects_other_return_types() -> None:
     agent = FunctionAgent("n", lambda messages: 42)  # type: ignore[arg-type,return-value]
     with pytest.raises(TypeError, match="returned int"):
