@@ -13,7 +13,8 @@ def lazy_exports(
     """A module's `__getattr__` and `__dir__` serving `sources` (public name -> module).
 
     A name is imported from its module when first read and then kept in `namespace` (the
-    module's `globals()`), so later reads cost nothing.
+    module's `globals()`), so later reads cost nothing. `dir()` of a module with `__all__`
+    lists just those names (not `annotations`, `TYPE_CHECKING` or the submodules loaded).
 
     Example:
         >>> namespace = {"__name__": "pkg"}
@@ -34,6 +35,7 @@ def lazy_exports(
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(namespace) | set(sources))
+        public: list[str] | None = namespace.get("__all__")
+        return sorted(set(namespace) | set(sources) if public is None else set(public))
 
     return __getattr__, __dir__

@@ -55,3 +55,13 @@ def test_function_agent_is_reachable_where_the_layout_puts_it() -> None:
     from raf.agent import FunctionAgent
 
     assert FunctionAgent is raf.FunctionAgent
+
+
+def test_dir_of_raf_lists_only_its_public_names() -> None:
+    import raf
+    import raf.testing
+
+    assert dir(raf) == sorted(raf.__all__)
+    for leftover in ("Any", "TYPE_CHECKING", "annotations", "lazy_exports", "agent"):
+        assert leftover not in dir(raf)
+    assert dir(raf.testing) == sorted(raf.testing.__all__)
