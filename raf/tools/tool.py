@@ -199,11 +199,19 @@ def tool(
 
 def log_tool_failure(name: str, exc: Exception) -> None:
     """Log a tool's exception that becomes an error result for the model, on the `raf` logger:
-    with its traceback, unless it is a `ToolError` (a refusal the tool meant, at debug level)."""
+    one line at WARNING (the model got the error and goes on: nothing crashed), its traceback at
+    DEBUG; a `ToolError` (a refusal the tool meant) at DEBUG only."""
     if isinstance(exc, ToolError):
         _logger.debug("tool %r refused the call: %s", name, exc)
-    else:
-        _logger.warning("tool %r raised %s", name, type(exc).__name__, exc_info=exc)
+        return
+    _logger.warning(
+        "tool %r raised %s: %s (handed to the model as an error result; its traceback is "
+        "logged at DEBUG)",
+        name,
+        type(exc).__name__,
+        exc,
+    )
+    _logger.debug("traceback of tool %r", name, exc_info=exc)
 
 
 def as_tool(item: Tool | Callable[..., Any]) -> Tool:

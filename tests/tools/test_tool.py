@@ -211,7 +211,7 @@ async def test_a_value_without_text_becomes_an_error_result() -> None:
     assert "RuntimeError: no text for this" in result.text
 
 
-async def test_an_exception_a_tool_raises_is_logged_with_its_traceback(
+async def test_an_exception_a_tool_raises_is_one_warning_line_and_a_debug_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     @tool
@@ -222,6 +222,24 @@ async def test_an_exception_a_tool_raises_is_logged_with_its_traceback(
     with caplog.at_level("DEBUG", logger="raf"):
         result = await explode.call("{}")
     assert result.is_error
-    (record,) = [r for r in caplog.records if r.name == "raf"]
-    assert record.levelname == "WARNING" and "'explode' raised RuntimeError" in record.message
-    assert record.exc_info is not None and "kaboom" in str(record.exc_info[1])
+    warning, debug = [r for r in caplog.records if r.name == "raf"]
+    assert warning.levelname == "WARNING" and warning.exc_info is None
+    assert warning.message == (
+        "tool 'explode' raised RuntimeError: kaboom (handed to the model as an error result; "
+        "its traceback is logged at DEBUG)"
+    )
+    assert debug.levelname == "DEBUG" and debug.exc_info is not None
+    assert "kaboom" in str(debug.exc_info[1])
+
+
+async def test_at_warning_level_a_tool_exception_shows_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @tool
+    def explode() -> str:
+        """Fail."""
+        raise RuntimeError("kaboom")
+
+    with caplog.at_level("WARNING", logger="raf"):
+        await explode.call("{}")
+    assert "Traceback" not in caplog.text and "raised RuntimeError: kaboom" in caplog.text
