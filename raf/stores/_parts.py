@@ -31,13 +31,23 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-__all__ = ["CHUNK", "INLINE_BYTES", "DamagedParts", "KnownParts", "Parts", "join", "split"]
+__all__ = [
+    "CHUNK",
+    "INLINE_BYTES",
+    "DamagedParts",
+    "KnownParts",
+    "Parts",
+    "join",
+    "part_digest",
+    "split",
+]
 
 INLINE_BYTES = 256
 """A value whose JSON is longer than this is stored as a part of its own."""
@@ -60,7 +70,7 @@ class DamagedParts(Exception):
 
 @dataclass(slots=True)
 class Parts:
-    """A value cut up by `split`: its `root` (small JSON) and its parts by sha256 hex digest."""
+    """A value cut up by `split`: its `root` (small JSON) and its parts by `part_digest`."""
 
     root: Any
     objects: dict[str, bytes] = field(default_factory=lambda: {})
@@ -93,7 +103,7 @@ async def join(root: Any, fetch: Fetch) -> Any:
             data = found.get(digest)
             if data is None:
                 raise DamagedParts(f"part {digest} is missing from the store")
-            if hashlib.sha256(data).hexdigest() != digest:
+            if part_digest(data) != digest:
                 raise DamagedParts(f"part {digest} does not match its digest")
             try:
                 loaded[digest] = json.loads(data)
@@ -155,13 +165,23 @@ class KnownParts:
         self._digests.update(digests)
 
 
+_DIGEST_LENGTH = 43
+
+
+def part_digest(data: bytes) -> str:
+    """The key a part is stored under: its sha256 in unpadded URL-safe base64 (43 characters;
+    a part is referred to from every value that holds it, so the short form pays). Content put
+    in the store by hand is filed under its hex digest (64 characters): the two never meet."""
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest())[:_DIGEST_LENGTH].decode()
+
+
 def dumps(value: Any) -> bytes:
     """Compact JSON of `value` as UTF-8, lone surrogates escaped (so they round-trip)."""
     return _encoder.encode(value).encode("utf-8", "backslashreplace")
 
 
-_REFERENCE_BYTES = 75
-"""Length of `{"$ref":"<64 hex digits>"}`."""
+_REFERENCE_BYTES = 54
+"""Length of `{"$ref":"<43 characters>"}`."""
 _SCALAR_BYTES = 8
 """What a number, a bool or null is taken to cost (a size estimate only decides what is a part)."""
 
@@ -235,7 +255,7 @@ class _Splitter:
 
     def _part(self, value: Any) -> dict[str, str]:
         data = dumps(value)
-        digest = hashlib.sha256(data).hexdigest()
+        digest = part_digest(data)
         self.objects[digest] = data
         return {_REF: digest}
 
@@ -266,7 +286,7 @@ def _references(value: Any) -> Iterator[str]:
 
 
 def _digest(reference: Any) -> str:
-    if not isinstance(reference, str) or len(reference) != 64:
+    if not isinstance(reference, str) or len(reference) != _DIGEST_LENGTH:
         raise DamagedParts(f"{reference!r} is not a part reference")
     return reference
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pydantic_core
@@ -42,12 +42,13 @@ def split_checkpoint(
     parts = split(pydantic_core.to_jsonable_python(checkpoint.data), known)
     # The row's columns hold the rest of the checkpoint. ASCII: the root is small, and
     # escaping keeps any lone surrogate storable everywhere.
-    head = {
-        "version": checkpoint.version,
-        # As given (naive, or with its offset): it loads back exactly; the column is UTC.
-        "created_at": checkpoint.model_dump(mode="json", include={"created_at"})["created_at"],
-        "data": parts.root,
-    }
+    head: dict[str, Any] = {"version": checkpoint.version, "data": parts.root}
+    moment = checkpoint.created_at
+    if moment.tzinfo is None or moment.utcoffset() != timedelta(0):
+        # Naive, or with an offset: kept as given, so it loads back exactly (the column is UTC).
+        head["created_at"] = checkpoint.model_dump(mode="json", include={"created_at"})[
+            "created_at"
+        ]
     return json.dumps(head, separators=(",", ":")), parts.objects
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from typing import Any
@@ -11,7 +12,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from raf.stores._parts import CHUNK, INLINE_BYTES, DamagedParts, KnownParts, Parts, join, split
+from raf.stores._parts import (
+    CHUNK,
+    INLINE_BYTES,
+    DamagedParts,
+    KnownParts,
+    Parts,
+    join,
+    part_digest,
+    split,
+)
 
 _keys = st.sampled_from(["$ref", "$list", "$esc", "t", "v", "role", ""]) | st.text(max_size=6)
 _scalars = (
@@ -47,7 +57,8 @@ def test_any_json_value_comes_back_as_it_was(value: Any) -> None:
 @given(_json)
 def test_parts_are_filed_under_their_sha256_and_are_json(value: Any) -> None:
     for digest, data in split(value).objects.items():
-        assert hashlib.sha256(data).hexdigest() == digest
+        assert base64.urlsafe_b64decode(digest + "=") == hashlib.sha256(data).digest()
+        assert digest == part_digest(data)
         json.loads(data)
 
 
