@@ -41,6 +41,7 @@ class AdvisoryLocks:
         "_closed",
         "_connection",
         "_dsn",
+        "_guard",
         "_held",
         "_limiter",
         "_namespace",
@@ -57,6 +58,7 @@ class AdvisoryLocks:
         self._turn = anyio.Lock()  # one statement at a time on the connection
         # Its own worker thread: a lock statement never waits for threads busy elsewhere.
         self._limiter = anyio.CapacityLimiter(1)
+        self._guard = threading.Lock()  # one thread at a time on the connection (see `_run`)
         self._closed = False
 
     async def acquire(self, session_id: str, wait: bool) -> Release | None:
@@ -76,11 +78,16 @@ class AdvisoryLocks:
         """Close the connection, which lets go of every lock still held."""
         with anyio.CancelScope(shield=True):
             async with self._turn:
-                self._closed = True
-                self._held.clear()
-                connection, self._connection = self._connection, None
-                if connection is not None:
-                    await to_thread.run_sync(connection.close, limiter=self._limiter)
+                await to_thread.run_sync(self._close, limiter=self._limiter)
+
+    def _close(self) -> None:
+        """Close the connection (in a worker thread, once a statement left running ends)."""
+        with self._guard:
+            self._closed = True
+            self._held.clear()
+            connection, self._connection = self._connection, None
+            if connection is not None:
+                connection.close()
 
     async def _try(self, key: str) -> bool:
         # Not shielded: a caller cancelled before the statement ran is gone at once, and one
@@ -115,7 +122,15 @@ class AdvisoryLocks:
                     await to_thread.run_sync(self._run, _UNLOCK, key, limiter=self._limiter)
 
     def _run(self, statement: LiteralString, key: str) -> bool:
-        """Run `statement` on the lock connection (in a worker thread): its boolean result."""
+        """Run `statement` on the lock connection (in a worker thread): its boolean result.
+
+        Under `_guard`: a statement a cancelled caller left to its thread never runs beside
+        another one, nor connects a second connection, nor outlives the store's closing.
+        """
+        with self._guard:
+            return self._run_guarded(statement, key)
+
+    def _run_guarded(self, statement: LiteralString, key: str) -> bool:
         if self._closed:
             raise anyio.ClosedResourceError("the PostgreSQL store is closed")
         connection = self._connection
