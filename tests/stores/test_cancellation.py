@@ -179,7 +179,9 @@ async def _sessions_settle(dsn: str, application: str) -> list[tuple[str, str | 
     with anyio.fail_after(10):
         while True:
             rows = await anyio.to_thread.run_sync(_sessions, dsn, application)
-            if all(state == "idle" for state, _ in rows):
+            # Idle and waiting for its client: a backend just done with a statement is idle
+            # a moment before it waits (its wait event still None).
+            if all(state == "idle" and event == "Client" for state, event in rows):
                 return rows
             await anyio.sleep(0.02)
 
