@@ -51,15 +51,8 @@ async def structured_call(
         SchemaValidationError: when the answer is not JSON matching `schema`.
         ProviderError: when the model fails.
     """
-    text = ""
     fmt = format if format is not None else response_format(schema)
-    async with provider.stream(seen_by(seat, messages), response_format=fmt) as events:
-        async for event in events:
-            check_event(event, provider.model, ())
-            if on_event is not None:
-                await on_event(event)
-            if isinstance(event, Completion):
-                text = event.text
+    text = await completion_text(provider, messages, fmt, on_event=on_event, seat=seat)
     try:
         return validate_json(text, schema)
     except ValidationError as exc:
@@ -68,6 +61,28 @@ async def structured_call(
             f"{schema.__name__}: {describe_validation_error(exc)}; make the prompt ask for "
             "these fields, or use a model that supports structured output"
         ) from exc
+
+
+async def completion_text(
+    provider: LlmProvider,
+    messages: Sequence[ChatMessage],
+    fmt: dict[str, Any] | None,
+    *,
+    on_event: Callable[[ProviderEvent], Awaitable[None]] | None = None,
+    seat: str | None = None,
+) -> str:
+    """One streamed model call with response format `fmt`: the completion's text, every
+    event checked and shown to `on_event` as it arrives (the model sees `messages` from
+    `seat`)."""
+    text = ""
+    async with provider.stream(seen_by(seat, messages), response_format=fmt) as events:
+        async for event in events:
+            check_event(event, provider.model, ())
+            if on_event is not None:
+                await on_event(event)
+            if isinstance(event, Completion):
+                text = event.text
+    return text
 
 
 def validate_json(text: str, schema: type[M]) -> M:

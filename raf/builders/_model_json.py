@@ -25,11 +25,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from raf.adapters.structured import response_format, validate_json
+from raf.adapters.structured import completion_text, response_format, validate_json
 from raf.messages import ChatMessage
-from raf.providers._checks import check_event
-from raf.providers.base import Completion, LlmProvider, ProviderEvent
-from raf.providers.seat import seen_by
+from raf.providers.base import LlmProvider, ProviderEvent
 from raf.tools.arguments import describe_validation_error
 
 __all__ = ["Answer", "ask_json", "ask_text"]
@@ -76,7 +74,7 @@ async def ask_json(
     for _ in range(attempts):
         if before_call is not None:
             before_call()
-        text = await _complete(provider, conversation, fmt, on_event)
+        text = await completion_text(provider, conversation, fmt, on_event=on_event)
         try:
             value = validate_json(text, schema)
         except ValidationError as exc:
@@ -96,23 +94,6 @@ async def ask_json(
     return Answer(None, problems)
 
 
-async def _complete(
-    provider: LlmProvider,
-    messages: list[ChatMessage],
-    fmt: dict[str, Any] | None,
-    on_event: Callable[[ProviderEvent], Awaitable[None]] | None,
-) -> str:
-    text = ""
-    async with provider.stream(seen_by(None, messages), response_format=fmt) as events:
-        async for event in events:
-            check_event(event, provider.model, ())
-            if on_event is not None:
-                await on_event(event)
-            if isinstance(event, Completion):
-                text = event.text
-    return text
-
-
 async def ask_text(
     provider: LlmProvider,
     messages: Sequence[ChatMessage],
@@ -123,4 +104,4 @@ async def ask_text(
     """One plain-text call (a fact sheet, a plan, a final answer): the completion's text."""
     if before_call is not None:
         before_call()
-    return await _complete(provider, list(messages), None, on_event)
+    return await completion_text(provider, messages, None, on_event=on_event)
