@@ -24,7 +24,7 @@ from typing import Literal, TypeVar
 import anyio
 from anyio import to_thread
 
-__all__ = ["GRACE_SECONDS", "Interrupted", "run_interruptible"]
+__all__ = ["GRACE_SECONDS", "Interrupted", "close_in_thread", "run_interruptible"]
 
 T = TypeVar("T")
 
@@ -143,3 +143,11 @@ async def _stop(progress: _Call, interrupt: Callable[[], object], grace: float) 
         await to_thread.run_sync(
             progress.done.wait, grace, limiter=anyio.CapacityLimiter(1), abandon_on_cancel=True
         )
+
+
+async def close_in_thread(close: Callable[[], object]) -> None:
+    """Run `close()` (a connection's) in a worker thread of its own, shielded: a close must
+    happen even when its caller is cancelled, and must never queue behind worker threads
+    that other calls keep busy (the default limiter's may all be taken)."""
+    with anyio.CancelScope(shield=True):
+        await to_thread.run_sync(close, limiter=anyio.CapacityLimiter(1))

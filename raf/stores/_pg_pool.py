@@ -17,11 +17,10 @@ from typing import Any, TypeVar
 
 import anyio
 import psycopg
-from anyio import to_thread
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
-from raf.stores._interruptible import Interrupted, run_interruptible
+from raf.stores._interruptible import Interrupted, close_in_thread, run_interruptible
 
 T = TypeVar("T")
 
@@ -61,8 +60,7 @@ class ConnectionPool:
             finally:
                 if lease.connection is not None and not lease.abandoned:
                     if self._closed:
-                        with anyio.CancelScope(shield=True):
-                            await to_thread.run_sync(lease.connection.close)
+                        await close_in_thread(lease.connection.close)
                     else:
                         self._idle.append(lease.connection)
 
@@ -70,9 +68,8 @@ class ConnectionPool:
         """Close idle connections now and busy ones when their operation ends."""
         self._closed = True
         idle, self._idle = self._idle, []
-        with anyio.CancelScope(shield=True):
-            for connection in idle:
-                await to_thread.run_sync(connection.close)
+        for connection in idle:
+            await close_in_thread(connection.close)
 
 
 class _Lease:

@@ -33,7 +33,7 @@ from anyio import to_thread
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
 from raf.stores._file_locks import FileLocks
-from raf.stores._interruptible import Interrupted, run_interruptible
+from raf.stores._interruptible import Interrupted, close_in_thread, run_interruptible
 from raf.stores._parts import KnownParts
 from raf.stores._session_locks import Release, SessionLockingStore, SessionLocks
 from raf.stores.base import Checkpoint, StoredEvent
@@ -128,7 +128,7 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
                 self._closed = True
                 connection, self._connection = self._connection, None
                 if connection is not None:
-                    await to_thread.run_sync(connection.close)
+                    await close_in_thread(connection.close)
                 if self._file_locks is not None:
                     self._file_locks.close()
 
@@ -299,8 +299,7 @@ async def _open(path: str) -> sqlite3.Connection:
         await _interruptibly(connection, prepare, abandoned.set)
     except BaseException:
         if not abandoned.is_set():  # else its own thread closes it
-            with anyio.CancelScope(shield=True):
-                await to_thread.run_sync(connection.close)
+            await close_in_thread(connection.close)
         raise
     return connection
 
