@@ -47,14 +47,14 @@ def test_the_check_sees_imports_under_type_checking_and_in_functions() -> None:
     source = (
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from raf.engine.protocol import RootRun\n"
-        "def f():\n    import raf.serve.agui\n"
+        "def f():\n    import raf.serve.agui.mapper\n"
         "from raf import builders\n"
     )
     assert sorted(mod for _, mod in imported(source) if upward(mod)) == [
         "raf.builders",
         "raf.engine.protocol",
         "raf.engine.protocol.RootRun",
-        "raf.serve.agui",
+        "raf.serve.agui.mapper",
     ]
 
 

@@ -101,7 +101,7 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> int:
 def cmd_acp(args: argparse.Namespace, console: Console) -> int:
     """`raf acp MODULE:ATTR`: serve the agent to an ACP client over stdio."""
     try:
-        from raf.serve.acp import serve_stdio
+        from raf.serve.acp.server import serve_stdio
     except ImportError as exc:
         raise SystemExit(
             f"`raf acp` needs the ACP extra ({exc.name} is missing): pip install 'raf[acp]'"

@@ -9,8 +9,8 @@ Example:
     >>> app = create_app(FunctionAgent("echo", lambda m: m[-1].text))
 """
 
-from raf.serve.agui import AguiMapper as AguiMapper
-from raf.serve.app import create_app as create_app
-from raf.serve.server import serve as serve
+from raf.serve.agui.app import create_app as create_app
+from raf.serve.agui.mapper import AguiMapper as AguiMapper
+from raf.serve.agui.server import serve as serve
 
 __all__ = ["AguiMapper", "create_app", "serve"]

@@ -27,7 +27,7 @@ from raf.builders import ConcurrentBuilder, SequentialBuilder
 from raf.function_agent import FunctionAgent
 from raf.react import ReactAgent
 from raf.serve import create_app
-from raf.serve.app import DEFAULT_STORE_PATH
+from raf.serve.agui.app import DEFAULT_STORE_PATH
 from raf.serve.threads import Threads
 from raf.stores import SqliteCheckpointStore
 from raf.testing.script import text

@@ -3,7 +3,7 @@ from __future__ import annotations
 from acp.schema import AgentMessageChunk, AgentPlanUpdate, ToolCallProgress, ToolCallStart
 
 from raf.messages import ChatMessage
-from raf.serve.acp_updates import TurnUpdates
+from raf.serve.acp.updates import TurnUpdates
 from raf.updates import (
     ExecutorInvoked,
     ExecutorInvoking,

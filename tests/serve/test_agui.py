@@ -9,7 +9,7 @@ from hypothesis import given
 from raf import FunctionAgent, SequentialBuilder
 from raf.errors import MaxRoundsExceeded, WorkflowError
 from raf.messages import ChatMessage
-from raf.serve.agui import USAGE_EVENT, AguiMapper
+from raf.serve.agui.mapper import USAGE_EVENT, AguiMapper
 from raf.updates import (
     AgentResponse,
     AgentUpdate,

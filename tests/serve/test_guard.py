@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 
 from raf import FunctionAgent
 from raf.serve import create_app
-from raf.serve.guard import RequestGuard
+from raf.serve.agui.guard import RequestGuard
 from raf.stores import MemoryCheckpointStore
 from tests.serve.trees import run_input, user
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from ag_ui.core import RunAgentInput
 
-from raf.serve.inputs import input_ids, new_messages
+from raf.serve.agui.inputs import input_ids, new_messages
 
 
 def run(**fields: object) -> RunAgentInput:

@@ -15,8 +15,8 @@ import sniffio
 
 from raf.agent import IAgent
 from raf.registry import AgentRegistry
-from raf.serve.app import create_app
-from raf.serve.guard import LOOPBACK_HOSTS
+from raf.serve.agui.app import create_app
+from raf.serve.agui.guard import LOOPBACK_HOSTS
 from raf.serve.threads import ThreadStore
 
 __all__ = ["serve"]

@@ -9,7 +9,7 @@ Routes:
 With a token (`token=` or `RAF_TOKEN`) every `/agents` route wants `Authorization: Bearer
 <token>` and answers 401 without it; the page itself holds no data and asks for the token.
 Requests to a host name the app does not know, and POSTs from other web origins or without a
-JSON body, are refused before any route (`raf.serve.guard`).
+JSON body, are refused before any route (`raf.serve.agui.guard`).
 
 Example:
     >>> from raf import FunctionAgent
@@ -40,8 +40,8 @@ from starlette.staticfiles import StaticFiles
 
 from raf.agent import IAgent
 from raf.registry import AgentRegistry
-from raf.serve.guard import GuardMiddleware, RequestGuard
-from raf.serve.streaming import stream_run
+from raf.serve.agui.guard import GuardMiddleware, RequestGuard
+from raf.serve.agui.streaming import stream_run
 from raf.serve.threads import Threads, ThreadStore, check_thread_id
 from raf.stores import SqliteCheckpointStore
 
@@ -74,7 +74,7 @@ def create_app(
             Any other host gets 400, which stops DNS rebinding.
         allowed_origins: web origins (`"https://app.example.com"`) besides the server's own
             whose pages may POST to it; `"*"` for any. A POST from another origin gets 403,
-            one whose body is not `application/json` 415 (see `raf.serve.guard`).
+            one whose body is not `application/json` 415 (see `raf.serve.agui.guard`).
 
     Raises:
         TypeError: when `agents` or `store` is not what is described above.
@@ -91,7 +91,7 @@ def create_app(
     guard = RequestGuard(allowed_hosts, allowed_origins)
     threads = Threads(thread_store)
     secret = token if token is not None else os.environ.get("RAF_TOKEN", "")
-    page = resources.files("raf.serve").joinpath("static", "index.html").read_text("utf-8")
+    page = resources.files("raf.serve.agui").joinpath("static", "index.html").read_text("utf-8")
 
     def denied(request: Request) -> Response | None:
         if not secret:
@@ -157,7 +157,7 @@ def create_app(
             if default_store is not None:
                 await default_store.aclose()
 
-    static = StaticFiles(packages=[("raf.serve", "static")])
+    static = StaticFiles(packages=[("raf.serve.agui", "static")])
     return Starlette(
         routes=[
             Route("/", index, methods=["GET"]),

@@ -21,8 +21,8 @@ from ag_ui.encoder import EventEncoder
 
 from raf.agent import IAgent
 from raf.errors import SessionBusy
-from raf.serve.agui import AguiMapper
-from raf.serve.inputs import input_ids, new_messages
+from raf.serve.agui.inputs import input_ids, new_messages
+from raf.serve.agui.mapper import AguiMapper
 from raf.serve.threads import Thread, Threads
 
 __all__ = ["stream_run"]

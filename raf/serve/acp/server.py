@@ -2,10 +2,10 @@
 
 `raf acp MODULE:ATTR` runs `serve_stdio(agent)`: each ACP session is a raf `Session` (its id is the
 ACP session id), each prompt a run on it, streamed as session updates (the mapping table is in
-`raf.serve.acp_updates`). `session/cancel` cancels the run, and the prompt ends with stop reason
+`raf.serve.acp.updates`). `session/cancel` cancels the run, and the prompt ends with stop reason
 `cancelled`. A run that ends waiting for a human asks through the client's permission request
 when the request offers choices, resuming the run with the chosen one in the same turn; else it
-asks in a message, and the next prompt answers (see `raf.serve.acp_questions`). A failed run
+asks in a message, and the next prompt answers (see `raf.serve.acp.questions`). A failed run
 answers the prompt with a JSON-RPC error naming the error and its agent path.
 
 The SDK (`agent-client-protocol`) runs on asyncio, so the server does too.
@@ -55,9 +55,9 @@ from pydantic import BaseModel
 from raf.agent import IAgent
 from raf.errors import AgentError, SessionBusy
 from raf.messages import ChatMessage
-from raf.serve.acp_questions import as_message, choices_of, permission_options, question_of
-from raf.serve.acp_sessions import AcpSessions
-from raf.serve.acp_updates import SessionUpdate, TurnUpdates, path_meta
+from raf.serve.acp.questions import as_message, choices_of, permission_options, question_of
+from raf.serve.acp.sessions import AcpSessions
+from raf.serve.acp.updates import SessionUpdate, TurnUpdates, path_meta
 from raf.serve.threads import ThreadStore
 from raf.session import Session
 from raf.stores import MemoryCheckpointStore
