@@ -1,74 +1,40 @@
-// The raf web page: browse the agent trees, run one over AG-UI, watch the run stream into its tree.
-// Plain JavaScript, no build step. Every URL is relative, so the page works behind a path prefix.
+// The raf studio: browse the agent trees, run one over AG-UI and watch the run stream into its
+// tree (or its timeline), its workflow's graph light up, its checkpoints and raw events.
+// Plain JavaScript modules, no build step.
 "use strict";
 
-const store = {
-  get(key, fallback) {
-    try {
-      const raw = localStorage.getItem(`raf.${key}`);
-      return raw === null ? fallback : JSON.parse(raw);
-    } catch {
-      return fallback;
-    }
-  },
-  set(key, value) {
-    try {
-      localStorage.setItem(`raf.${key}`, JSON.stringify(value));
-    } catch {
-      /* storage full or disabled: the page still works, it just forgets */
-    }
-  },
-};
+import { $, api, clearError, el, encodePath, headers, hooks, newId, pretty, showError, state, store } from "./core.js";
+import { fold, interruptsOf, isConversation, isSettled, questionStates } from "./fold.js";
+import { renderMarkdown } from "./markdown.js";
+import { currentTab, forgetGraph, lightGraphWith, loadCheckpoints, loadThreads, refreshPanel, renderEvents, showTab } from "./panels.js";
 
-const newId = () =>
-  (crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random()}`).replace(/-/g, "");
-
-const state = {
-  trees: [],
-  byPath: new Map(), // "root/child" -> AgentTree
-  selected: store.get("agent", null),
-  thread: store.get("thread", null) || newId(),
-  turns: [],
-  token: store.get("token", ""),
-  running: null, // AbortController of the run in flight
-  collapsed: new Set(store.get("collapsed", [])),
-  openTools: new Set(),
-};
-
-const $ = (id) => document.getElementById(id);
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === "class") node.className = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value === true ? "" : value);
-  }
-  for (const child of children.flat(Infinity)) {
-    if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
-
-function headers() {
-  const h = { "Content-Type": "application/json", Accept: "text/event-stream" };
-  if (state.token) h.Authorization = `Bearer ${state.token}`;
-  return h;
-}
+const PHONE = window.matchMedia("(max-width: 760px)");
 
 // ---------------------------------------------------------------------------------------------
 // Agent trees
 
-async function loadTrees() {
-  const response = await fetch("agents", { headers: headers() });
+async function loadTrees({ submitted = false } = {}) {
+  let response;
+  try {
+    response = await fetch("agents", { headers: headers({ Accept: "application/json" }) });
+  } catch (error) {
+    showError(`The server cannot be reached: ${error.message}`);
+    return false;
+  }
   if (response.status === 401) {
+    state.connected = false;
     $("auth").hidden = false;
+    $("auth-refused").hidden = !submitted && !state.token;
     $("token").focus();
-    return;
+    return false;
+  }
+  if (!response.ok) {
+    showError(`The agents could not be listed: HTTP ${response.status}`);
+    return false;
   }
   $("auth").hidden = true;
+  $("auth-refused").hidden = true;
+  state.connected = true;
   state.trees = await response.json();
   state.byPath.clear();
   const index = (tree, prefix) => {
@@ -80,30 +46,34 @@ async function loadTrees() {
   if (!state.byPath.has(state.selected)) state.selected = state.trees[0] ? state.trees[0].id : null;
   renderTree();
   renderTarget();
+  return true;
+}
+
+function visibleRows() {
+  return [...$("tree").querySelectorAll(".agent-row")];
 }
 
 function renderTree() {
   const root = $("tree");
+  const focused = document.activeElement && document.activeElement.classList.contains("agent-row")
+    ? document.activeElement.dataset.path
+    : null;
   root.replaceChildren();
   $("tree-empty").hidden = state.trees.length > 0;
-  const list = (trees, prefix) =>
-    el("ul", { role: "group" }, trees.map((tree) => item(tree, prefix)));
-  const item = (tree, prefix) => {
+  const list = (trees, prefix, level) =>
+    el("ul", { role: level === 1 ? "none" : "group" }, trees.map((tree) => item(tree, prefix, level)));
+  const item = (tree, prefix, level) => {
     const path = prefix ? `${prefix}/${tree.id}` : tree.id;
     const hasChildren = tree.children.length > 0;
     const open = hasChildren && !state.collapsed.has(path);
     const caret = el(
-      "button",
+      "span",
       {
         class: `caret${open ? " open" : ""}${hasChildren ? "" : " leaf"}`,
-        type: "button",
-        "aria-label": open ? "collapse" : "expand",
+        "aria-hidden": "true",
         onclick: (event) => {
           event.stopPropagation();
-          if (state.collapsed.has(path)) state.collapsed.delete(path);
-          else state.collapsed.add(path);
-          store.set("collapsed", [...state.collapsed]);
-          renderTree();
+          toggle(path);
         },
       },
       "▶",
@@ -113,27 +83,88 @@ function renderTree() {
       {
         class: `agent-row${path === state.selected ? " selected" : ""}`,
         role: "treeitem",
+        "aria-level": String(level),
         "aria-selected": path === state.selected ? "true" : "false",
+        "aria-expanded": hasChildren ? (open ? "true" : "false") : false,
+        tabindex: path === (focused || state.selected) ? "0" : "-1",
         "data-path": path,
         title: path,
         onclick: () => select(path),
+        onkeydown: (event) => onTreeKey(event, path, hasChildren, open),
       },
       caret,
       el("span", { class: "agent-name" }, tree.name || tree.id),
       el("span", { class: `kind kind-${tree.kind}` }, tree.kind),
       tree.description ? el("span", { class: "agent-desc" }, tree.description) : null,
     );
-    return el("li", {}, row, open ? list(tree.children, path) : null);
+    return el("li", { role: "none" }, row, open ? list(tree.children, path, level + 1) : null);
   };
-  root.append(list(state.trees, ""));
+  root.append(list(state.trees, "", 1));
+  const rows = visibleRows();
+  if (rows.length && !rows.some((r) => r.tabIndex === 0)) rows[0].tabIndex = 0;
+  if (focused) {
+    const again = rows.find((r) => r.dataset.path === focused);
+    if (again) again.focus();
+  }
 }
 
-function select(path) {
+function toggle(path) {
+  if (state.collapsed.has(path)) state.collapsed.delete(path);
+  else state.collapsed.add(path);
+  store.set("collapsed", [...state.collapsed]);
+  renderTree();
+}
+
+// The tree pattern of WAI-ARIA: arrows move, Right/Left open and close, Enter or Space picks.
+function onTreeKey(event, path, hasChildren, open) {
+  const rows = visibleRows();
+  const at = rows.findIndex((r) => r.dataset.path === path);
+  const focus = (row) => {
+    if (!row) return;
+    rows.forEach((r) => (r.tabIndex = -1));
+    row.tabIndex = 0;
+    row.focus();
+  };
+  switch (event.key) {
+    case "ArrowDown":
+      focus(rows[at + 1]);
+      break;
+    case "ArrowUp":
+      focus(rows[at - 1]);
+      break;
+    case "Home":
+      focus(rows[0]);
+      break;
+    case "End":
+      focus(rows[rows.length - 1]);
+      break;
+    case "ArrowRight":
+      if (hasChildren && !open) toggle(path);
+      else if (hasChildren) focus(rows[at + 1]);
+      break;
+    case "ArrowLeft":
+      if (hasChildren && open) toggle(path);
+      else focus(rows.find((r) => r.dataset.path === path.split("/").slice(0, -1).join("/")));
+      break;
+    case "Enter":
+    case " ":
+      select(path, { keepFocus: true });
+      break;
+    default:
+      return;
+  }
+  event.preventDefault();
+}
+
+function select(path, { keepFocus = false } = {}) {
   state.selected = path;
   store.set("agent", path);
   renderTree();
   renderTarget();
-  $("message").focus();
+  forgetGraph();
+  refreshPanel();
+  if (PHONE.matches) setDrawer("sidebar", false);
+  if (!keepFocus) $("message").focus();
 }
 
 function renderTarget() {
@@ -144,18 +175,14 @@ function renderTarget() {
 // ---------------------------------------------------------------------------------------------
 // Runs
 
-async function send({ text, resume }) {
+async function send({ text = null, resume = null, answer = null }) {
   const agent = state.selected;
-  if (!agent || state.running) return;
+  if (!agent || state.running) return false;
+  clearError();
   const messages = text ? [{ id: newId(), role: "user", content: text }] : [];
-  const turn = {
-    id: newId(),
-    agent,
-    prompt: text || null,
-    answer: resume ? resume[0].payload : null,
-    events: [],
-  };
+  const turn = { id: newId(), agent, prompt: text, resume, answer, events: [], startedAt: Date.now() };
   state.turns.push(turn);
+  remember(text);
   renderTurns();
   const controller = new AbortController();
   state.running = controller;
@@ -163,22 +190,31 @@ async function send({ text, resume }) {
   const body = { threadId: state.thread, runId: turn.id, messages, tools: [], context: [], state: null };
   if (resume) body.resume = resume;
   try {
-    const response = await fetch(`agents/${agent.split("/").map(encodeURIComponent).join("/")}/run`, {
+    const response = await fetch(`agents/${encodePath(agent)}/run`, {
       method: "POST",
-      headers: headers(),
+      headers: headers({ Accept: "text/event-stream" }),
       body: JSON.stringify(body),
       signal: controller.signal,
     });
     if (!response.ok) {
       const detail = await response.json().catch(() => ({}));
-      if (response.status === 401) $("auth").hidden = false;
-      turn.events.push({ type: "RUN_ERROR", message: detail.detail || `HTTP ${response.status}`, code: `HTTP${response.status}` });
-      return;
+      // Refused before it ran: the turn never happened, the text goes back to the composer.
+      state.turns.pop();
+      if (response.status === 401) {
+        state.connected = false;
+        $("auth").hidden = false;
+        $("auth-refused").hidden = false;
+      } else {
+        showError(detail.detail || `The run was refused: HTTP ${response.status}`);
+      }
+      if (text) restoreDraft(text);
+      return false;
     }
     await readEvents(response, (event) => {
       turn.events.push(event);
       scheduleRender(turn);
     });
+    if (!isSettled(turn)) turn.events.push({ type: "RUN_ERROR", message: "The stream ended before the run did.", code: "Network" });
   } catch (error) {
     const stopped = error.name === "AbortError";
     turn.events.push({ type: "RUN_ERROR", message: stopped ? "Stopped." : String(error), code: stopped ? "Stopped" : "Network" });
@@ -186,9 +222,11 @@ async function send({ text, resume }) {
     state.running = null;
     setRunning(false);
     saveTurns();
-    renderTurn(turn);
-    renderUsage();
+    renderTurns();
+    loadThreads();
+    if (currentTab() === "checkpoints") loadCheckpoints();
   }
+  return true;
 }
 
 async function readEvents(response, onEvent) {
@@ -216,147 +254,6 @@ async function readEvents(response, onEvent) {
 function setRunning(running) {
   $("stop").hidden = !running;
   $("send").disabled = running || !state.selected;
-  $("message").disabled = false;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Folding a run's events into its tree
-
-function fold(turn) {
-  const rootId = turn.agent.split("/").pop();
-  const rootTree = state.byPath.get(turn.agent) || { id: rootId, kind: "agent", children: [] };
-  const nodes = new Map();
-  const node = (path) => {
-    if (!nodes.has(path)) nodes.set(path, { status: "idle", entries: [], tokens: 0, steps: new Map() });
-    return nodes.get(path);
-  };
-  const subagents = new Map();
-  const owner = (event) => (event.subagentRunId && subagents.get(event.subagentRunId)) || rootId;
-  const byMessage = new Map();
-  const byTool = new Map();
-  const view = { rootId, rootTree, nodes, status: "running", tokens: 0, usage: null };
-  node(rootId).status = "active";
-
-  for (const event of turn.events) {
-    switch (event.type) {
-      case "SUBAGENT_STARTED": {
-        const path = event.metadata && event.metadata.path ? event.metadata.path.join("/") : event.name;
-        subagents.set(event.subagentRunId, path);
-        node(path).status = "active";
-        break;
-      }
-      case "SUBAGENT_FINISHED":
-        node(owner(event)).status = event.outcome && event.outcome.type === "suspended" ? "waiting" : "done";
-        break;
-      case "SUBAGENT_ERROR": {
-        const at = node(owner(event));
-        at.status = "error";
-        at.entries.push({ kind: "error", message: event.message, code: event.code });
-        break;
-      }
-      case "STEP_STARTED": {
-        const at = owner(event);
-        if (!hasChild(rootTree, rootId, `${at}/${event.stepName}`)) {
-          const step = { kind: "step", name: event.stepName, status: "active" };
-          node(at).steps.set(event.stepName, step);
-          node(at).entries.push(step);
-        }
-        break;
-      }
-      case "STEP_FINISHED": {
-        const step = node(owner(event)).steps.get(event.stepName);
-        if (step) step.status = "done";
-        break;
-      }
-      case "TEXT_MESSAGE_START":
-      case "REASONING_MESSAGE_START": {
-        const entry = { kind: event.type === "TEXT_MESSAGE_START" ? "text" : "reasoning", text: "" };
-        byMessage.set(event.messageId, entry);
-        node(owner(event)).entries.push(entry);
-        break;
-      }
-      case "TEXT_MESSAGE_CONTENT":
-      case "REASONING_MESSAGE_CONTENT": {
-        const entry = byMessage.get(event.messageId);
-        if (entry) entry.text += event.delta;
-        break;
-      }
-      case "TOOL_CALL_START": {
-        const entry = { kind: "tool", id: event.toolCallId, name: event.toolCallName, args: "", result: null, failed: false };
-        byTool.set(event.toolCallId, entry);
-        node(owner(event)).entries.push(entry);
-        break;
-      }
-      case "TOOL_CALL_ARGS": {
-        const entry = byTool.get(event.toolCallId);
-        if (entry) entry.args += event.delta;
-        break;
-      }
-      case "TOOL_CALL_RESULT": {
-        const entry = byTool.get(event.toolCallId);
-        if (entry) {
-          entry.result = typeof event.content === "string" ? event.content : JSON.stringify(event.content);
-          entry.failed = Boolean(event.metadata && event.metadata.is_error);
-        }
-        break;
-      }
-      case "CUSTOM":
-        if (event.name === "raf.usage" && event.value) {
-          const used = (event.value.input_tokens || 0) + (event.value.output_tokens || 0);
-          node(event.value.path.join("/")).tokens += used;
-          view.tokens += used;
-        }
-        break;
-      case "RUN_FINISHED": {
-        const interrupts = event.outcome && event.outcome.type === "interrupt" ? event.outcome.interrupts : [];
-        view.status = interrupts.length ? "waiting" : "done";
-        node(rootId).status = view.status;
-        for (const interrupt of interrupts) {
-          const path = interrupt.metadata && interrupt.metadata.path ? interrupt.metadata.path.join("/") : rootId;
-          node(path).entries.push({ kind: "request", interrupt, answered: isAnswered(turn) });
-          // The asking node's step waits too (a request id is `{path}/{node}@{superstep}#{n}`).
-          const asker = interrupt.id.split("@")[0].split("/").pop();
-          const step = node(path).steps.get(asker);
-          if (step) step.status = "waiting";
-        }
-        if (event.usage) view.tokens = event.usage.reduce((sum, u) => sum + (u.totalTokens || 0), 0);
-        break;
-      }
-      case "RUN_ERROR": {
-        view.status = "error";
-        const path = event.metadata && event.metadata.path ? event.metadata.path.join("/") : rootId;
-        const at = node(path);
-        at.status = "error";
-        if (!at.entries.some((e) => e.kind === "error" && e.message === event.message)) {
-          at.entries.push({ kind: "error", message: event.message, code: event.code });
-        }
-        if (path !== rootId) node(rootId).status = "error";
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  if (view.status !== "running") {
-    for (const n of nodes.values()) if (n.status === "active") n.status = view.status === "error" ? "error" : "done";
-  }
-  return view;
-}
-
-function hasChild(tree, rootId, path) {
-  const parts = path.split("/");
-  if (parts[0] !== rootId) return false;
-  let at = tree;
-  for (const part of parts.slice(1)) {
-    at = at.children.find((c) => c.id === part);
-    if (!at) return false;
-  }
-  return true;
-}
-
-function isAnswered(turn) {
-  // A later turn of the thread answered it: by the request's own form, or by plain text.
-  return state.turns.indexOf(turn) < state.turns.length - 1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -368,7 +265,9 @@ function scheduleRender(turn) {
   pending.add(turn);
   requestAnimationFrame(() => {
     pending.delete(turn);
-    renderTurn(turn);
+    renderTurn(turn, questionStates(state.turns));
+    saveTurns();
+    if (currentTab() === "events") renderEvents();
   });
 }
 
@@ -386,38 +285,59 @@ function renderTurns() {
     );
   }
   for (const turn of state.turns) container.append(el("article", { class: "turn", id: `turn-${turn.id}` }));
-  state.turns.forEach(renderTurn);
+  const questions = questionStates(state.turns);
+  state.turns.forEach((turn) => renderTurn(turn, questions));
   renderUsage();
+  renderLayoutChoice();
+  if (currentTab() === "events") renderEvents();
 }
 
-function renderTurn(turn) {
+function layoutOf(turn) {
+  if (state.layout !== "auto") return state.layout;
+  return isConversation(state.byPath.get(turn.agent)) ? "timeline" : "tree";
+}
+
+const LABELS = {
+  running: "Running…",
+  done: "Completed",
+  waiting: "Waiting for your answer",
+  answered: "Answered",
+  error: "Failed",
+  stopped: "Stopped",
+};
+
+function renderTurn(turn, questions) {
   const box = document.getElementById(`turn-${turn.id}`);
   if (!box) return;
   const stick = nearBottom();
-  const view = fold(turn);
-  const prompt = turn.prompt !== null
-    ? el("div", { class: "prompt" }, el("span", { class: "to" }, `to ${turn.agent}`), el("div", { class: "bubble" }, turn.prompt))
-    : el("div", { class: "prompt" }, el("span", { class: "to" }, "answer"), el("div", { class: "bubble answer" }, formatValue(turn.answer)));
-  const labels = { running: "Running…", done: "Completed", waiting: "Waiting for your answer", error: "Failed" };
+  const index = state.turns.indexOf(turn);
+  const tree = state.byPath.get(turn.agent) || { id: turn.agent.split("/").pop(), kind: "agent", children: [] };
+  const view = fold(turn, index, tree, questions);
+  const prompt =
+    turn.prompt !== null
+      ? el("div", { class: "prompt" }, el("span", { class: "to" }, `to ${turn.agent}`), el("div", { class: "bubble" }, turn.prompt))
+      : el("div", { class: "prompt" }, el("span", { class: "to" }, "answer"), el("div", { class: "bubble answer" }, formatValue(turn.answer)));
+  const layout = layoutOf(turn);
   box.replaceChildren(
     prompt,
     el(
       "div",
-      { class: `run ${view.status}` },
-      renderNode(view.rootTree, view.rootId, view, turn),
+      { class: `run ${view.status} ${layout}` },
+      layout === "timeline" ? renderTimeline(view, turn) : renderNode(view.rootTree, view.rootId, view),
       el(
         "div",
         { class: "run-foot" },
-        el("span", { class: `state ${view.status}` }, labels[view.status]),
+        el("span", { class: `state ${view.status}` }, LABELS[view.status]),
         el("span", { class: "tokens" }, `${view.tokens.toLocaleString()} tokens`),
       ),
     ),
   );
+  if (turn.agent === state.selected && index === state.turns.length - 1) lightGraphWith(view);
   if (stick) scrollToEnd();
   renderUsage();
 }
 
-function renderNode(tree, path, view, turn) {
+function renderNode(tree, path, view) {
   const data = view.nodes.get(path) || { status: "idle", entries: [], tokens: 0 };
   // A workflow's own steps lead, its agents follow, then what it said or asked itself.
   const stepEntries = data.entries.filter((entry) => entry.kind === "step");
@@ -428,65 +348,72 @@ function renderNode(tree, path, view, turn) {
         stepEntries.map((entry) => el("span", { class: `step ${entry.status}` }, el("span", { class: "dot" }), entry.name)),
       )
     : null;
-  const own = data.entries.filter((entry) => entry.kind !== "step").map((entry) => renderEntry(entry, turn));
+  const own = data.entries.filter((entry) => entry.kind !== "step").map(renderEntry);
   const children = tree.children.length
-    ? el("div", { class: "children" }, tree.children.map((child) => renderNode(child, `${path}/${child.id}`, view, turn)))
+    ? el("div", { class: "children" }, tree.children.map((child) => renderNode(child, `${path}/${child.id}`, view)))
     : null;
   return el(
     "div",
     { class: `node ${data.status}`, "data-path": path },
-    el(
-      "div",
-      { class: "node-head" },
-      el("span", { class: "dot" }),
-      el("span", { class: "name" }, tree.name || tree.id),
-      el("span", { class: `kind kind-${tree.kind}` }, tree.kind),
-      data.tokens ? el("span", { class: "node-tokens" }, `${data.tokens.toLocaleString()} tokens`) : null,
-    ),
+    nodeHead(tree.name || tree.id, tree.kind, data),
     steps ? el("div", { class: "entries" }, steps) : null,
     children,
     own.length ? el("div", { class: "entries" }, own) : null,
   );
 }
 
-function renderEntry(entry, turn) {
+function nodeHead(name, kind, data) {
+  return el(
+    "div",
+    { class: "node-head" },
+    el("span", { class: "dot" }),
+    el("span", { class: "name" }, name),
+    kind ? el("span", { class: `kind kind-${kind}` }, kind) : null,
+    data.tokens ? el("span", { class: "node-tokens" }, `${data.tokens.toLocaleString()} tokens`) : null,
+  );
+}
+
+// What was said, in the order it was said; one block per turn of speech.
+function renderTimeline(view, turn) {
+  // Paths in a view start at the run's root id; the registry's at the served root above it.
+  const above = turn.agent.split("/").slice(0, -1).join("/");
+  const blocks = [];
+  for (const entry of view.timeline) {
+    const speaker = entry.author ? `${entry.path}/${entry.author}` : entry.path;
+    const last = blocks[blocks.length - 1];
+    if (last && last.speaker === speaker) last.entries.push(entry);
+    else blocks.push({ speaker, path: entry.path, author: entry.author, entries: [entry] });
+  }
+  return el(
+    "ol",
+    { class: "timeline" },
+    blocks.map((block) => {
+      const tree = state.byPath.get(above ? `${above}/${block.path}` : block.path);
+      const data = view.nodes.get(block.path) || { status: "idle", tokens: 0 };
+      const name = block.author || (tree ? tree.name || tree.id : block.path.split("/").pop());
+      return el(
+        "li",
+        { class: `speech node ${data.status}`, "data-path": block.path },
+        nodeHead(name, tree ? tree.kind : null, { tokens: 0 }),
+        el("div", { class: "entries" }, block.entries.map(renderEntry)),
+      );
+    }),
+  );
+}
+
+function renderEntry(entry) {
   switch (entry.kind) {
-    case "text":
-      return el("div", { class: "text" }, entry.text);
+    case "text": {
+      const body = renderMarkdown(entry.text);
+      body.classList.add("text");
+      return body;
+    }
     case "reasoning":
       return el("div", { class: "reasoning" }, entry.text);
-    case "tool": {
-      const status = entry.result === null ? "running…" : entry.failed ? "failed" : "done";
-      const details = el(
-        "details",
-        {
-          class: `tool${entry.failed ? " failed" : ""}`,
-          open: state.openTools.has(entry.id),
-          ontoggle: (event) => {
-            if (event.target.open) state.openTools.add(entry.id);
-            else state.openTools.delete(entry.id);
-          },
-        },
-        el(
-          "summary",
-          {},
-          el("span", { class: "tool-name" }, entry.name),
-          el("span", { class: "tool-args" }, compact(entry.args)),
-          el("span", { class: `tool-state ${entry.failed ? "failed" : entry.result === null ? "" : "ok"}` }, status),
-        ),
-        el(
-          "div",
-          { class: "tool-body" },
-          el("span", { class: "k" }, "arguments"),
-          el("pre", {}, pretty(entry.args)),
-          el("span", { class: "k" }, "result"),
-          el("pre", {}, entry.result === null ? "…" : pretty(entry.result)),
-        ),
-      );
-      return details;
-    }
+    case "tool":
+      return renderTool(entry);
     case "error":
-      return el("div", { class: "failure" }, el("strong", {}, entry.code || "Error"), entry.message);
+      return el("div", { class: "failure", role: "alert" }, el("strong", {}, entry.code || "Error"), entry.message);
     case "request":
       return renderRequest(entry);
     default:
@@ -494,49 +421,85 @@ function renderEntry(entry, turn) {
   }
 }
 
+function renderTool(entry) {
+  const status = entry.result === null ? "running…" : entry.failed ? "failed" : "done";
+  return el(
+    "details",
+    {
+      class: `tool${entry.failed ? " failed" : ""}`,
+      open: state.openTools.has(entry.id),
+      ontoggle: (event) => {
+        if (event.target.open) state.openTools.add(entry.id);
+        else state.openTools.delete(entry.id);
+      },
+    },
+    el(
+      "summary",
+      {},
+      el("span", { class: "tool-name" }, entry.name),
+      el("span", { class: "tool-args" }, compact(entry.args)),
+      el("span", { class: `tool-state ${entry.failed ? "failed" : entry.result === null ? "" : "ok"}` }, status),
+    ),
+    el(
+      "div",
+      { class: "tool-body" },
+      el("span", { class: "k" }, "arguments"),
+      el("pre", {}, pretty(entry.args)),
+      el("span", { class: "k" }, "result"),
+      el("pre", {}, entry.result === null ? "…" : pretty(entry.result)),
+    ),
+  );
+}
+
+function choicesOf(payload) {
+  if (!payload || typeof payload !== "object" || Array.isArray(payload)) return null;
+  for (const key of ["options", "choices"]) {
+    const offered = payload[key];
+    if (Array.isArray(offered) && offered.length && offered.every((c) => typeof c === "string" && c)) return offered;
+  }
+  return null;
+}
+
 function renderRequest(entry) {
-  const { interrupt } = entry;
+  const { interrupt, state: asked } = entry;
   const payload = interrupt.metadata ? interrupt.metadata.payload : undefined;
+  const choices = choicesOf(payload);
+  const hidden = new Set(["prompt", "question", "message", "options", "choices"]);
   const fields =
     payload && typeof payload === "object" && !Array.isArray(payload)
-      ? Object.entries(payload).filter(([key, value]) => value !== interrupt.message || !["prompt", "question", "message"].includes(key))
+      ? Object.entries(payload).filter(([key, value]) => !(hidden.has(key) && (value === interrupt.message || key === "options" || key === "choices")))
       : [];
   const details = fields.length
+    ? el("dl", {}, fields.map(([key, value]) => [el("dt", {}, key), el("dd", {}, typeof value === "string" ? value : JSON.stringify(value))]))
+    : null;
+  const question = el("div", { class: "ask" }, interrupt.message || "The run asks for an answer");
+  if (asked !== "open") {
+    const note = asked === "answered" ? "Answered below" : "Asked again below";
+    return el("div", { class: `request ${asked}`, "data-interrupt": interrupt.id }, question, el("div", { class: "answered-note" }, note));
+  }
+  const reply = (value) =>
+    send({ resume: [{ interruptId: interrupt.id, status: "resolved", payload: value }], answer: value });
+  const buttons = choices
     ? el(
-        "dl",
-        {},
-        fields.map(([key, value]) => [el("dt", {}, key), el("dd", {}, typeof value === "string" ? value : JSON.stringify(value))]),
+        "div",
+        { class: "choices", role: "group", "aria-label": "Choices" },
+        choices.map((choice) => el("button", { type: "button", class: "choice", onclick: () => reply(choice) }, choice)),
       )
     : null;
-  if (entry.answered) {
-    return el(
-      "div",
-      { class: "request answered" },
-      el("div", { class: "ask" }, interrupt.message || "The run asks for an answer"),
-      el("div", { class: "answered-note" }, "Answered below"),
-    );
-  }
-  const input = el("input", { type: "text", placeholder: "Your answer", "aria-label": "Answer" });
+  const input = el("input", { type: "text", placeholder: choices ? "Or write your answer" : "Your answer", "aria-label": "Answer" });
   const form = el(
     "form",
     {
       onsubmit: (event) => {
         event.preventDefault();
         const value = input.value.trim();
-        if (!value) return;
-        send({ resume: [{ interruptId: interrupt.id, status: "resolved", payload: value }] });
+        if (value) reply(value);
       },
     },
     input,
     el("button", { type: "submit" }, "Answer"),
   );
-  return el(
-    "div",
-    { class: "request", "data-interrupt": interrupt.id },
-    el("div", { class: "ask" }, interrupt.message || "The run asks for an answer"),
-    details,
-    form,
-  );
+  return el("div", { class: "request", "data-interrupt": interrupt.id }, question, details, buttons, form);
 }
 
 function compact(args) {
@@ -553,23 +516,22 @@ function compact(args) {
   }
 }
 
-function pretty(text) {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text;
-  }
-}
-
 function formatValue(value) {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
 function renderUsage() {
-  const total = state.turns.reduce((sum, turn) => sum + fold(turn).tokens, 0);
+  const questions = questionStates(state.turns);
+  const total = state.turns.reduce((sum, turn, index) => sum + fold(turn, index, null, questions).tokens, 0);
   $("usage").textContent = `${total.toLocaleString()} tokens`;
   $("thread-id").textContent = state.thread.slice(0, 12);
   $("thread-id").title = `thread ${state.thread}`;
+}
+
+function renderLayoutChoice() {
+  for (const button of document.querySelectorAll(".segmented button")) {
+    button.setAttribute("aria-checked", button.dataset.layout === state.layout ? "true" : "false");
+  }
 }
 
 function nearBottom() {
@@ -590,12 +552,48 @@ function saveTurns() {
   store.set(`turns.${state.thread}`, state.turns);
 }
 
-function newThread() {
+function remember(text) {
+  const known = store.get("threads", {});
+  const entry = known[state.thread] || { at: Date.now() };
+  if (!entry.title && text) entry.title = text.length > 60 ? `${text.slice(0, 59)}…` : text;
+  known[state.thread] = entry;
+  store.set("threads", known);
+}
+
+function openThread(id) {
   if (state.running) state.running.abort();
-  state.thread = newId();
-  state.turns = [];
+  state.thread = id;
+  state.turns = store.get(`turns.${id}`, []);
   saveTurns();
   renderTurns();
+  loadThreads();
+  refreshPanel();
+  if (PHONE.matches) setDrawer("sidebar", false);
+}
+
+// A turn a reload cut short: the server stopped it when the page went away.
+function settleCutTurns() {
+  for (const turn of state.turns) {
+    if (!isSettled(turn)) turn.events.push({ type: "RUN_ERROR", message: "The page was reloaded while this ran.", code: "Stopped" });
+  }
+}
+
+function restoreDraft(text) {
+  const box = $("message");
+  if (!box.value.trim()) box.value = text;
+  store.set("draft", box.value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drawers (phone width) and the studio panel
+
+function setDrawer(name, open) {
+  $(name).dataset.open = open ? "true" : "false";
+  $(`toggle-${name}`).setAttribute("aria-expanded", open ? "true" : "false");
+  if (name === "studio") {
+    store.set("studio", open);
+    if (open) refreshPanel();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -608,15 +606,35 @@ function start() {
     history.replaceState(null, "", location.pathname + location.search);
   }
   state.turns = store.get(`turns.${state.thread}`, []);
-  store.set("thread", state.thread);
+  settleCutTurns();
+  saveTurns();
+  $("message").value = store.get("draft", "");
 
-  $("composer").addEventListener("submit", (event) => {
+  hooks.openThread = openThread;
+  hooks.prefill = (text) => {
+    $("message").value = text;
+    store.set("draft", text);
+    $("message").focus();
+  };
+  hooks.select = select;
+  hooks.rerender = () => {
+    const last = state.turns[state.turns.length - 1];
+    if (last) renderTurn(last, questionStates(state.turns));
+  };
+
+  $("composer").addEventListener("submit", async (event) => {
     event.preventDefault();
     const text = $("message").value.trim();
     if (!text || state.running) return;
+    if (!state.connected || !state.selected) {
+      showError(state.connected ? "Pick an agent first: your message is kept." : "Not connected yet: your message is kept.");
+      return;
+    }
     $("message").value = "";
-    send({ text });
+    store.remove("draft");
+    await send({ text });
   });
+  $("message").addEventListener("input", () => store.set("draft", $("message").value));
   $("message").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
@@ -624,15 +642,49 @@ function start() {
     }
   });
   $("stop").addEventListener("click", () => state.running && state.running.abort());
-  $("new-thread").addEventListener("click", newThread);
-  $("auth-form").addEventListener("submit", (event) => {
+  $("new-thread").addEventListener("click", () => openThread(newId()));
+  $("error-close").addEventListener("click", clearError);
+  $("auth-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     state.token = $("token").value.trim();
     store.set("token", state.token);
-    loadTrees().then(renderTurns);
+    if (await loadTrees({ submitted: true })) connected();
   });
+  for (const button of document.querySelectorAll(".segmented button")) {
+    button.addEventListener("click", () => {
+      state.layout = button.dataset.layout;
+      store.set("layout", state.layout);
+      renderTurns();
+    });
+  }
+  for (const tab of document.querySelectorAll('#studio [role="tab"]')) {
+    tab.addEventListener("click", () => showTab(tab.dataset.tab));
+    tab.addEventListener("keydown", (event) => {
+      const tabs = [...document.querySelectorAll('#studio [role="tab"]')];
+      const at = tabs.indexOf(tab);
+      const next = event.key === "ArrowRight" ? tabs[(at + 1) % tabs.length] : event.key === "ArrowLeft" ? tabs[(at + tabs.length - 1) % tabs.length] : null;
+      if (next) {
+        event.preventDefault();
+        showTab(next.dataset.tab);
+        next.focus();
+      }
+    });
+  }
+  $("toggle-sidebar").addEventListener("click", () => setDrawer("sidebar", $("sidebar").dataset.open !== "true"));
+  $("toggle-studio").addEventListener("click", () => setDrawer("studio", $("studio").dataset.open !== "true"));
+  setDrawer("sidebar", false);
+  setDrawer("studio", PHONE.matches ? false : store.get("studio", window.innerWidth >= 1100));
+  showTab(store.get("tab", "graph"));
 
-  loadTrees().then(renderTurns);
+  renderTurns();
+  loadTrees().then((ok) => ok && connected());
+}
+
+function connected() {
+  renderTurns();
+  loadThreads();
+  forgetGraph();
+  refreshPanel();
 }
 
 start();
