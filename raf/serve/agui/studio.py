@@ -10,7 +10,11 @@ All are JSON, behind the app's guard and token like every `/agents` route, and b
   requests, the nodes due next, the conversation, and its data cut to a readable size;
 - `POST /studio/threads/{id}/checkpoints/{checkpoint}/fork`: a new thread whose state is that
   turn checkpoint's (time travel: run again from there, the original thread untouched);
-- `GET /studio/graph/{path}`: the nodes and edges of the workflow an agent runs.
+- `GET /studio/graph/{path}`: the nodes and edges of the workflow an agent runs;
+- `POST /studio/agents/{path}/runs`: run an agent as `POST /agents/{path}/run` does (the same
+  body and events), but the run belongs to the app, not to the request (`LiveRuns`): a page that
+  reloads re-attaches with `GET /studio/runs/{run}/events?after=N`, finds a thread's runs in
+  flight with `GET /studio/threads/{id}/runs`, and ends one with `POST /studio/runs/{run}/stop`.
 
 Example:
     >>> from raf import FunctionAgent
@@ -24,17 +28,23 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from ag_ui.core import RunAgentInput, RunErrorEvent
+from ag_ui.encoder import EventEncoder
+from pydantic import ValidationError
+from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from raf.engine.facade import WorkflowAgent
 from raf.registry import AgentRegistry
+from raf.serve.agui.live_runs import LiveRuns, RunsClosed, TooManyRuns
+from raf.serve.agui.streaming import stream_run
 from raf.serve.threads import THREAD_EVENT, Threads, check_thread_id
 from raf.stores import Checkpoint, StoredEvent, new_id
 
@@ -54,8 +64,14 @@ Denied = Callable[[Request], Response | None]
 """The app's token check: the refusal to send, or None when the request may go on."""
 
 
-def studio_routes(registry: AgentRegistry, threads: Threads, denied: Denied) -> list[BaseRoute]:
-    """The studio's routes over the app's `registry` and `threads`, each checked by `denied`."""
+_STOPPED = EventEncoder().encode(RunErrorEvent(message="Stopped.", code="Stopped")).encode()
+
+
+def studio_routes(
+    registry: AgentRegistry, threads: Threads, denied: Denied, live: LiveRuns
+) -> list[BaseRoute]:
+    """The studio's routes over the app's `registry`, `threads` and `live` runs, each checked
+    by `denied`."""
     store = threads.store
 
     async def list_threads(request: Request) -> Response:
@@ -154,7 +170,70 @@ def studio_routes(registry: AgentRegistry, threads: Threads, denied: Denied) -> 
             return JSONResponse({"agent": path, "workflow": None, "nodes": [], "edges": []})
         return JSONResponse({"agent": path, **_graph(agent)})
 
+    async def start_run(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        path: str = request.path_params["path"]
+        if path not in registry:
+            return _problem(404, f"no agent is served at {path!r}")
+        agent = registry.get(path)
+        try:
+            run_input = RunAgentInput.model_validate_json(await request.body())
+            check_thread_id(run_input.thread_id)
+        except ValidationError as exc:
+            detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            return _problem(422, f"the body is not an AG-UI RunAgentInput: {_cut(detail, 500)}")
+        except ValueError as exc:
+            return _problem(422, str(exc))
+
+        async def play(send: Callable[[bytes], Awaitable[None]]) -> None:
+            await stream_run(agent, run_input, threads, send)
+
+        try:
+            run = live.start(run_input.run_id, run_input.thread_id, play, stopped=_STOPPED)
+        except ValueError as exc:
+            return _problem(409, str(exc))
+        except (RunsClosed, TooManyRuns) as exc:
+            return _problem(503, str(exc))
+        return EventSourceResponse(live.follow(run, after=0))
+
+    async def follow_run(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        run = live.get(request.path_params["run"])
+        after = request.query_params.get("after", "0")
+        if run is None:
+            return _problem(
+                404,
+                f"no run {request.path_params['run']!r} is kept: it ended long ago, or the server restarted",
+            )
+        if not after.isdigit() or int(after) < run.base:
+            return _problem(
+                410 if after.isdigit() else 422,
+                f"after must be a count of events from {run.base} on",
+            )
+        return EventSourceResponse(live.follow(run, after=int(after)))
+
+    async def stop_run(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        run = live.get(request.path_params["run"])
+        if run is None:
+            return _problem(404, f"no run {request.path_params['run']!r} is kept")
+        live.stop(run)
+        return JSONResponse({"runId": run.id, "done": run.done})
+
+    async def thread_runs(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        running = live.of_thread(request.path_params["thread"])
+        return JSONResponse({"runs": [{"runId": r.id, "events": r.count} for r in running]})
+
     return [
+        Route("/studio/agents/{path:path}/runs", start_run, methods=["POST"]),
+        Route("/studio/runs/{run}/events", follow_run, methods=["GET"]),
+        Route("/studio/runs/{run}/stop", stop_run, methods=["POST"]),
+        Route("/studio/threads/{thread}/runs", thread_runs, methods=["GET"]),
         Route("/studio/threads", list_threads, methods=["GET"]),
         Route("/studio/threads/{thread}/checkpoints", list_checkpoints, methods=["GET"]),
         Route(

@@ -184,31 +184,44 @@ async function send({ text = null, resume = null, answer = null }) {
   state.turns.push(turn);
   remember(text);
   renderTurns();
-  const controller = new AbortController();
-  state.running = controller;
-  setRunning(true);
   const body = { threadId: state.thread, runId: turn.id, messages, tools: [], context: [], state: null };
   if (resume) body.resume = resume;
-  try {
-    const response = await fetch(`agents/${encodePath(agent)}/run`, {
-      method: "POST",
-      headers: headers({ Accept: "text/event-stream" }),
-      body: JSON.stringify(body),
-      signal: controller.signal,
-    });
-    if (!response.ok) {
-      const detail = await response.json().catch(() => ({}));
+  // A studio run belongs to the server, not to this request: a reload re-attaches to it.
+  await follow(turn, `studio/agents/${encodePath(agent)}/runs`, {
+    method: "POST",
+    body: JSON.stringify(body),
+    refused: (status, detail) => {
       // Refused before it ran: the turn never happened, the text goes back to the composer.
-      state.turns.pop();
-      if (response.status === 401) {
+      state.turns.splice(state.turns.indexOf(turn), 1);
+      if (status === 401) {
         state.connected = false;
         $("auth").hidden = false;
         $("auth-refused").hidden = false;
       } else {
-        showError(detail.detail || `The run was refused: HTTP ${response.status}`);
+        showError(detail || `The run was refused: HTTP ${status}`);
       }
       if (text) restoreDraft(text);
-      return false;
+    },
+  });
+  return true;
+}
+
+// Read a run's events into `turn` until it ends (or the page stops listening).
+async function follow(turn, url, { method = "GET", body, refused }) {
+  const controller = new AbortController();
+  state.running = { turn, controller };
+  setRunning(true);
+  try {
+    const response = await fetch(url, {
+      method,
+      headers: headers({ Accept: "text/event-stream" }),
+      body,
+      signal: controller.signal,
+    });
+    if (!response.ok) {
+      const detail = await response.json().catch(() => ({}));
+      refused(response.status, detail.detail);
+      return;
     }
     await readEvents(response, (event) => {
       turn.events.push(event);
@@ -226,7 +239,34 @@ async function send({ text = null, resume = null, answer = null }) {
     loadThreads();
     if (currentTab() === "checkpoints") loadCheckpoints();
   }
-  return true;
+}
+
+async function stop() {
+  if (!state.running) return;
+  const { turn, controller } = state.running;
+  try {
+    // The run ends with its own "Stopped" event; the stream closes after it.
+    await api(`studio/runs/${encodeURIComponent(turn.id)}/stop`, { method: "POST", body: {} });
+  } catch {
+    controller.abort();
+  }
+}
+
+// Runs a reload cut short are still running on the server: read on from the last event kept.
+async function reattach() {
+  for (const turn of state.turns) {
+    if (isSettled(turn) || state.running) continue;
+    const after = turn.events.length;
+    await follow(turn, `studio/runs/${encodeURIComponent(turn.id)}/events?after=${after}`, {
+      refused: (status, detail) => {
+        turn.events.push({
+          type: "RUN_ERROR",
+          message: status === 404 ? "This run is no longer on the server (it restarted, or the run ended long ago)." : detail || `HTTP ${status}`,
+          code: "Lost",
+        });
+      },
+    });
+  }
 }
 
 async function readEvents(response, onEvent) {
@@ -561,7 +601,7 @@ function remember(text) {
 }
 
 function openThread(id) {
-  if (state.running) state.running.abort();
+  if (state.running) state.running.controller.abort(); // the run goes on; reopening re-attaches
   state.thread = id;
   state.turns = store.get(`turns.${id}`, []);
   saveTurns();
@@ -569,13 +609,6 @@ function openThread(id) {
   loadThreads();
   refreshPanel();
   if (PHONE.matches) setDrawer("sidebar", false);
-}
-
-// A turn a reload cut short: the server stopped it when the page went away.
-function settleCutTurns() {
-  for (const turn of state.turns) {
-    if (!isSettled(turn)) turn.events.push({ type: "RUN_ERROR", message: "The page was reloaded while this ran.", code: "Stopped" });
-  }
 }
 
 function restoreDraft(text) {
@@ -606,7 +639,6 @@ function start() {
     history.replaceState(null, "", location.pathname + location.search);
   }
   state.turns = store.get(`turns.${state.thread}`, []);
-  settleCutTurns();
   saveTurns();
   $("message").value = store.get("draft", "");
 
@@ -641,7 +673,7 @@ function start() {
       $("composer").requestSubmit();
     }
   });
-  $("stop").addEventListener("click", () => state.running && state.running.abort());
+  $("stop").addEventListener("click", stop);
   $("new-thread").addEventListener("click", () => openThread(newId()));
   $("error-close").addEventListener("click", clearError);
   $("auth-form").addEventListener("submit", async (event) => {
@@ -682,6 +714,7 @@ function start() {
 
 function connected() {
   renderTurns();
+  reattach();
   loadThreads();
   forgetGraph();
   refreshPanel();
