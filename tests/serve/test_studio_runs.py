@@ -38,7 +38,9 @@ async def test_a_studio_run_streams_as_the_agui_route_does_and_replays() -> None
         started = await http.post("/studio/agents/newsroom/runs", json=body)
         replay = await http.get(f"/studio/runs/{body['runId']}/events", params={"after": 0})
         later = await http.get(f"/studio/runs/{body['runId']}/events", params={"after": 3})
-        plain = await http.post("/agents/newsroom/run", json=run_input("u", user("m2", "the library")))
+        plain = await http.post(
+            "/agents/newsroom/run", json=run_input("u", user("m2", "the library"))
+        )
         running = (await http.get("/studio/threads/t/runs")).json()
     events = parse(started.text)
     assert started.status_code == 200
