@@ -103,7 +103,7 @@ export function drawGraph(container, graph, onPick) {
   for (const node of graph.nodes) {
     const at = position.get(node.id);
     const group = svg("g", {
-      class: `gnode${node.start ? " start" : ""}`,
+      class: `gnode idle${node.start ? " start" : ""}`,
       "data-node": node.id,
       transform: `translate(${at.x} ${at.y})`,
       tabindex: 0,

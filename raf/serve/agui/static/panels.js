@@ -97,7 +97,7 @@ export async function loadCheckpoints() {
             : `Step ${checkpoint.superstep} of ${checkpoint.scope ? checkpoint.scope.join("/") : checkpoint.workflow}`;
         return el(
           "li",
-          { class: `checkpoint ${checkpoint.kind}`, "data-checkpoint": checkpoint.id },
+          { class: `checkpoint cp-${checkpoint.kind}`, "data-checkpoint": checkpoint.id },
           el(
             "button",
             { type: "button", class: "ghost inspect", onclick: () => inspect(checkpoint, label) },
