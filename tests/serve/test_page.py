@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from raf.serve import create_app
 from raf.stores import MemoryCheckpointStore
@@ -339,3 +341,19 @@ def test_the_page_works_at_phone_width(page: playwright_api.Page) -> None:
         page.click("#toggle-studio")
         page.locator("#graph svg").wait_for()
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_under_a_path_prefix_without_the_apps_lifespan_runs_take_the_agui_route(
+    page: playwright_api.Page,
+) -> None:
+    outer = Starlette(routes=[Mount("/raf", app=create_app(newsroom(), MemoryCheckpointStore()))])
+    with running(outer) as url:
+        page.goto(url + "/raf/")
+        page.locator(".agent-row").first.wait_for()
+        page.fill("#message", "the city library")
+        page.press("#message", "Enter")
+        page.locator(
+            ".run.waiting"
+        ).wait_for()  # the studio's runs answered 503: the plain route ran it
+        assert page.locator("#error").is_hidden()
+        assert page.locator(".turn").count() == 1

@@ -228,3 +228,16 @@ def test_bounded_data_stays_small_and_json(value: Any) -> None:
     assert len(text) <= len(json.dumps(value)) + 400
     if isinstance(value, str | int | bool) or value is None:
         assert cut == value or (isinstance(value, str) and len(value) > 10)
+
+
+async def test_a_thread_id_with_slashes_is_addressed_like_any_other() -> None:
+    async with client(create_app(newsroom(), MemoryCheckpointStore())) as http:
+        await run(http, run_input("team/a", user("m1", "the library")))
+        listed = (await http.get("/studio/threads/team%2Fa/checkpoints")).json()["checkpoints"]
+        turn = listed[-1]["id"]
+        shown = await http.get(f"/studio/threads/team/a/checkpoints/{turn}")
+        forked = await http.post(f"/studio/threads/team/a/checkpoints/{turn}/fork", json={})
+    assert [t["kind"] for t in listed][-1] == "turn"
+    assert shown.status_code == 200 and shown.json()["requests"][0]["node"] == "review"
+    assert forked.status_code == 201
+    assert forked.json()["forkedFrom"] == {"thread": "team/a", "checkpoint": turn}

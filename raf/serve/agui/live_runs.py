@@ -6,7 +6,7 @@ holds, its encoded events kept in order, so a page that reloads mid-run re-attac
 reads on from the last event it has. Stopping is explicit (`stop`), and leaving the app
 cancels what still runs (each run saves its thread under a shield, as always). Memory is
 bounded: at most `limit` runs are kept (the oldest finished one makes room), and each keeps
-its newest `events` events.
+its newest events up to `keep_bytes` of them.
 
 Example:
     >>> import anyio
@@ -54,6 +54,8 @@ class LiveRun:
     events: list[bytes] = field(default_factory=lambda: [])
     """The newest encoded events; the first is event number `base`."""
     base: int = 0
+    size: int = 0
+    """Bytes of `events`."""
     done: bool = False
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     changed: anyio.Event = field(default_factory=anyio.Event)
@@ -74,12 +76,12 @@ class LiveRuns:
 
     Args:
         limit: the most runs kept, running or finished.
-        events: the most events each run keeps for a page re-attaching.
+        keep_bytes: how much of its newest events each run keeps for a page re-attaching.
     """
 
-    def __init__(self, *, limit: int = 64, events: int = 20_000) -> None:
+    def __init__(self, *, limit: int = 32, keep_bytes: int = 4_000_000) -> None:
         self._limit = limit
-        self._events = events
+        self._keep_bytes = keep_bytes
         self._runs: dict[str, LiveRun] = {}
         self._group: TaskGroup | None = None
 
@@ -131,8 +133,9 @@ class LiveRuns:
     async def _play(self, run: LiveRun, play: Play, stopped: bytes) -> None:
         async def send(chunk: bytes) -> None:
             run.events.append(chunk)
-            if len(run.events) > self._events:
-                del run.events[0]
+            run.size += len(chunk)
+            while run.size > self._keep_bytes and len(run.events) > 1:
+                run.size -= len(run.events.pop(0))
                 run.base += 1
             run.notify()
 

@@ -231,15 +231,19 @@ def studio_routes(
 
     return [
         Route("/studio/agents/{path:path}/runs", start_run, methods=["POST"]),
-        Route("/studio/runs/{run}/events", follow_run, methods=["GET"]),
-        Route("/studio/runs/{run}/stop", stop_run, methods=["POST"]),
-        Route("/studio/threads/{thread}/runs", thread_runs, methods=["GET"]),
+        Route("/studio/runs/{run:path}/events", follow_run, methods=["GET"]),
+        Route("/studio/runs/{run:path}/stop", stop_run, methods=["POST"]),
+        Route("/studio/threads/{thread:path}/runs", thread_runs, methods=["GET"]),
         Route("/studio/threads", list_threads, methods=["GET"]),
-        Route("/studio/threads/{thread}/checkpoints", list_checkpoints, methods=["GET"]),
+        Route("/studio/threads/{thread:path}/checkpoints", list_checkpoints, methods=["GET"]),
         Route(
-            "/studio/threads/{thread}/checkpoints/{checkpoint}", show_checkpoint, methods=["GET"]
+            "/studio/threads/{thread:path}/checkpoints/{checkpoint}",
+            show_checkpoint,
+            methods=["GET"],
         ),
-        Route("/studio/threads/{thread}/checkpoints/{checkpoint}/fork", fork, methods=["POST"]),
+        Route(
+            "/studio/threads/{thread:path}/checkpoints/{checkpoint}/fork", fork, methods=["POST"]
+        ),
         Route("/studio/graph/{path:path}", show_graph, methods=["GET"]),
     ]
 

@@ -186,23 +186,27 @@ async function send({ text = null, resume = null, answer = null }) {
   renderTurns();
   const body = { threadId: state.thread, runId: turn.id, messages, tools: [], context: [], state: null };
   if (resume) body.resume = resume;
-  // A studio run belongs to the server, not to this request: a reload re-attaches to it.
+  // A studio run belongs to the server, not to this request: a reload re-attaches to it. Where
+  // the server cannot keep runs (503: its lifespan does not run), the plain AG-UI route serves.
+  const refused = (status, detail) => {
+    // Refused before it ran: the turn never happened, the text goes back to the composer.
+    state.turns.splice(state.turns.indexOf(turn), 1);
+    if (status === 401) {
+      state.connected = false;
+      $("auth").hidden = false;
+      $("auth-refused").hidden = false;
+    } else {
+      showError(detail || `The run was refused: HTTP ${status}`);
+    }
+    if (text) restoreDraft(text);
+  };
+  let plain = false;
   await follow(turn, `studio/agents/${encodePath(agent)}/runs`, {
     method: "POST",
     body: JSON.stringify(body),
-    refused: (status, detail) => {
-      // Refused before it ran: the turn never happened, the text goes back to the composer.
-      state.turns.splice(state.turns.indexOf(turn), 1);
-      if (status === 401) {
-        state.connected = false;
-        $("auth").hidden = false;
-        $("auth-refused").hidden = false;
-      } else {
-        showError(detail || `The run was refused: HTTP ${status}`);
-      }
-      if (text) restoreDraft(text);
-    },
+    refused: (status, detail) => (status === 503 ? (plain = true) : refused(status, detail)),
   });
+  if (plain) await follow(turn, `agents/${encodePath(agent)}/run`, { method: "POST", body: JSON.stringify(body), refused });
   return true;
 }
 
