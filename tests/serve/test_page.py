@@ -357,3 +357,75 @@ def test_under_a_path_prefix_without_the_apps_lifespan_runs_take_the_agui_route(
         ).wait_for()  # the studio's runs answered 503: the plain route ran it
         assert page.locator("#error").is_hidden()
         assert page.locator(".turn").count() == 1
+
+
+MARKDOWN = """# Title
+Some *em*, **strong**, ~~gone~~ and `code <b>`.
+
+- one
+- two with [link](https://example.com "x")
+1. first
+2. second
+
+> quoted **bold**
+
+```python
+print("<script>alert(1)</script>")
+```
+
+| a | b |
+|---|---|
+| <i>1</i> | 2 |
+
+[bad](javascript:alert(1)) [data](data:text/html,<script>alert(1)</script>) <script>alert(2)</script>
+<img src=x onerror=alert(3)> [ok](mailto:a@example.com) [bad2](javascript:void0)"""
+
+
+def test_markdown_renders_safely(page: playwright_api.Page) -> None:
+    with running(create_app(newsroom(), MemoryCheckpointStore())) as url:
+        page.goto(url + "/")
+        page.locator(".agent-row").first.wait_for()
+        shape = page.evaluate(
+            """async (text) => {
+                const { renderMarkdown } = await import("./static/markdown.js");
+                const root = renderMarkdown(text);
+                const tags = [...root.querySelectorAll("*")].map((n) => n.tagName.toLowerCase());
+                return {
+                    tags: [...new Set(tags)].sort(),
+                    links: [...root.querySelectorAll("a")].map((a) => a.getAttribute("href")),
+                    code: root.querySelector("pre code").textContent,
+                    cell: root.querySelector("td").textContent,
+                    text: root.textContent,
+                };
+            }""",
+            MARKDOWN,
+        )
+    assert shape["tags"] == sorted(
+        [
+            "a",
+            "blockquote",
+            "code",
+            "del",
+            "div",
+            "em",
+            "h3",
+            "li",
+            "ol",
+            "p",
+            "pre",
+            "strong",
+            "table",
+            "td",
+            "th",
+            "tr",
+            "ul",
+            "br",
+        ]
+    )
+    assert shape["links"] == ["mailto:a@example.com"]  # the list's link has a title: left as text
+    assert shape["code"] == 'print("<script>alert(1)</script>")'
+    assert shape["cell"] == "<i>1</i>"
+    assert "<script>alert(2)</script>" in shape["text"]
+    assert "<img src=x onerror=alert(3)>" in shape["text"]
+    assert "[bad](javascript:alert(1))" in shape["text"]
+    assert "bad2 (javascript:void0)" in shape["text"]
