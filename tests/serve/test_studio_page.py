@@ -13,7 +13,7 @@ from raf.stores import MemoryCheckpointStore
 from tests.serve.servers import running
 from tests.serve.studio_trees import slow
 from tests.serve.test_page import browser, page, playwright_api, viewport
-from tests.serve.trees import Stalling, newsroom
+from tests.serve.trees import Stalling, newsroom, run_input, user
 
 __all__ = ["browser", "page", "viewport"]  # the fixtures this module shares
 
@@ -170,3 +170,27 @@ def test_a_run_in_flight_survives_a_reload(page: Page) -> None:
         ask(page, "more")
         page.locator(".turn").nth(1).locator(".run.done").wait_for()
         assert page.locator(".turn").nth(1).locator(".text").inner_text() == "back again"
+
+
+def test_a_thread_another_client_ran_is_reopened_from_the_server(page: Page) -> None:
+    with running(create_app(newsroom(), MemoryCheckpointStore())) as url:
+        ran = page.request.post(
+            url + "/agents/newsroom/run",
+            data=run_input("elsewhere", user("m1", "the city library")),
+            headers={"Content-Type": "application/json"},
+        )
+        assert ran.ok and "RUN_FINISHED" in ran.text()
+        page.goto(url + "/")
+        page.locator(".agent-row").first.wait_for()
+        page.locator('#threads .thread-row[data-thread="elsewhere"]').click()
+        page.locator(".prompt.restored").wait_for()
+        speeches = page.locator(".timeline .speech")
+        assert "the city library" in speeches.first.inner_text()
+        assert "A short piece on the library." in page.locator(".run").inner_text()
+        request = page.locator(".request:not(.answered)")
+        assert request.locator(".ask").inner_text() == "Publish this draft?"
+        request.locator("input").fill("fine")
+        request.locator("button[type=submit]").click()
+        page.locator(".turn").nth(1).locator(".run.done").wait_for()
+        assert "[fine]" in page.locator(".turn").nth(1).locator(".text").inner_text()
+        assert page.locator(".turn").first.locator(".run-foot .state").inner_text() == "Answered"

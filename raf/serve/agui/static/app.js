@@ -337,6 +337,7 @@ function renderTurns() {
 }
 
 function layoutOf(turn) {
+  if (turn.layout) return turn.layout;
   if (state.layout !== "auto") return state.layout;
   return isConversation(state.byPath.get(turn.agent)) ? "timeline" : "tree";
 }
@@ -357,8 +358,9 @@ function renderTurn(turn, questions) {
   const index = state.turns.indexOf(turn);
   const tree = state.byPath.get(turn.agent) || { id: turn.agent.split("/").pop(), kind: "agent", children: [] };
   const view = fold(turn, index, tree, questions);
-  const prompt =
-    turn.prompt !== null
+  const prompt = turn.restored
+    ? el("div", { class: "prompt restored" }, el("span", { class: "to" }, "earlier in this thread, as the server saved it"))
+    : turn.prompt !== null
       ? el("div", { class: "prompt" }, el("span", { class: "to" }, `to ${turn.agent}`), el("div", { class: "bubble" }, turn.prompt))
       : el("div", { class: "prompt" }, el("span", { class: "to" }, "answer"), el("div", { class: "bubble answer" }, formatValue(turn.answer)));
   const layout = layoutOf(turn);
@@ -613,6 +615,42 @@ function openThread(id) {
   loadThreads();
   refreshPanel();
   if (PHONE.matches) setDrawer("sidebar", false);
+  if (!state.turns.length) restoreFromServer(id);
+  else reattach();
+}
+
+// A thread this browser never showed (run by another client, or a fork of one): its
+// conversation and open questions as the server saved them after its newest turn.
+async function restoreFromServer(id) {
+  if (!state.connected || !state.selected) return;
+  try {
+    const base = `studio/threads/${encodeURIComponent(id)}/checkpoints`;
+    const newest = (await api(base)).checkpoints.filter((c) => c.kind === "turn").pop();
+    if (!newest) return;
+    const saved = await api(`${base}/${encodeURIComponent(newest.id)}`);
+    if (state.thread !== id || state.turns.length) return;
+    const root = state.selected.split("/").pop();
+    const events = [{ type: "RUN_STARTED", threadId: id, runId: newest.id }];
+    for (const message of saved.messages) {
+      if (!message.text) continue;
+      const messageId = newId();
+      const name = message.author || message.role;
+      events.push({ type: "TEXT_MESSAGE_START", messageId, role: "assistant", name });
+      events.push({ type: "TEXT_MESSAGE_CONTENT", messageId, delta: message.text });
+      events.push({ type: "TEXT_MESSAGE_END", messageId });
+    }
+    const interrupts = saved.requests.map((request) => {
+      const payload = request.payload;
+      const question = typeof payload === "string" ? payload : payload && (payload.prompt || payload.question || payload.message);
+      return { id: request.id, reason: "input_required", message: question || JSON.stringify(payload), metadata: { path: request.path || [root], payload } };
+    });
+    events.push({ type: "RUN_FINISHED", threadId: id, runId: newest.id, outcome: interrupts.length ? { type: "interrupt", interrupts } : null });
+    state.turns = [{ id: newId(), agent: state.selected, prompt: null, resume: null, answer: null, restored: true, layout: "timeline", events }];
+    saveTurns();
+    renderTurns();
+  } catch (error) {
+    showError(`This thread's conversation could not be read from the server: ${error.message}`);
+  }
 }
 
 function restoreDraft(text) {

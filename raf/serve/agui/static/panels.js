@@ -178,7 +178,9 @@ async function fork(checkpoint) {
       { method: "POST", body: {} },
     );
     // The turns of the page that saved the thread: the first `kept` of them are the fork's past.
-    const saved = state.turns.filter((turn) => turn.events.some((e) => e.type === "RUN_FINISHED" || e.type === "RUN_ERROR") && !turn.refused);
+    const saved = state.turns.filter(
+      (turn) => !turn.restored && turn.events.some((e) => e.type === "RUN_FINISHED" || (e.type === "RUN_ERROR" && e.code !== "SessionBusy")),
+    );
     const past = saved.slice(0, kept);
     const next = saved[kept];
     store.set(`turns.${made.threadId}`, past);
