@@ -566,9 +566,17 @@ function formatValue(value) {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
+const settledTokens = new WeakMap(); // a settled turn's tokens never change: fold it once
+
 function renderUsage() {
   const questions = questionStates(state.turns);
-  const total = state.turns.reduce((sum, turn, index) => sum + fold(turn, index, null, questions).tokens, 0);
+  const tokens = (turn, index) => {
+    if (settledTokens.has(turn)) return settledTokens.get(turn);
+    const used = fold(turn, index, null, questions).tokens;
+    if (isSettled(turn)) settledTokens.set(turn, used);
+    return used;
+  };
+  const total = state.turns.reduce((sum, turn, index) => sum + tokens(turn, index), 0);
   $("usage").textContent = `${total.toLocaleString()} tokens`;
   $("thread-id").textContent = state.thread.slice(0, 12);
   $("thread-id").title = `thread ${state.thread}`;
@@ -682,7 +690,8 @@ function start() {
   }
   state.turns = store.get(`turns.${state.thread}`, []);
   saveTurns();
-  $("message").value = store.get("draft", "");
+  // What was typed while the page loaded wins over an older draft.
+  if (!$("message").value) $("message").value = store.get("draft", "");
 
   hooks.openThread = openThread;
   hooks.prefill = (text) => {
