@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.applications import Starlette
 
-from raf import FunctionAgent
+from raf import FunctionAgent, WorkflowBuilder
+from raf.engine import FunctionExecutor, NodeContext
 from raf.serve import create_app
 from raf.serve.agui.studio import LIST_LIMIT, bounded
 from raf.stores import MemoryCheckpointStore
@@ -241,3 +242,17 @@ async def test_a_thread_id_with_slashes_is_addressed_like_any_other() -> None:
     assert shown.status_code == 200 and shown.json()["requests"][0]["node"] == "review"
     assert forked.status_code == 201
     assert forked.json()["forkedFrom"] == {"thread": "team/a", "checkpoint": turn}
+
+
+async def test_a_large_graph_is_cut_and_says_so() -> None:
+    async def step(message: object, ctx: NodeContext) -> None:
+        await ctx.send(message)
+
+    builder = WorkflowBuilder("long").add_executor(FunctionExecutor("n0", step))
+    for index in range(1, 320):
+        builder.add_edge(f"n{index - 1}", FunctionExecutor(f"n{index}", step))
+    agent = builder.set_start("n0").build().as_agent()
+    async with client(create_app(agent, MemoryCheckpointStore())) as http:
+        graph = (await http.get("/studio/graph/long")).json()
+    assert len(graph["nodes"]) == 300 and graph["truncated"] is True
+    assert len(graph["edges"]) == 299

@@ -309,8 +309,8 @@ def _inspected(checkpoint: Checkpoint) -> dict[str, Any]:
     nexts = [] if turn else [entry[0] for entry in _list(data.get("pending")) if _list(entry)]
     return {
         **_summary(checkpoint),
-        "requests": _pending(checkpoint),
-        "next": nexts,
+        "requests": _pending(checkpoint)[:LIST_LIMIT],
+        "next": nexts[:LIST_LIMIT],
         "messages": _messages(checkpoint),
         "data": bounded(data),
     }
@@ -394,14 +394,14 @@ def _graph(agent: WorkflowAgent) -> dict[str, Any]:
         {"source": s, "target": t, "kind": a.get("kind", "direct"), "label": a.get("label", "")}
         for s, t, a in graph.edges(data=True)
         if s in shown and t in shown
-    ]
+    ][: _GRAPH_LIMIT * 4]
     return {
         "workflow": workflow.id,
         "kind": workflow.kind,
         "start": workflow.start_id,
         "nodes": nodes,
         "edges": edges,
-        "truncated": graph.number_of_nodes() > len(nodes),
+        "truncated": graph.number_of_nodes() > len(nodes) or graph.number_of_edges() > len(edges),
     }
 
 
