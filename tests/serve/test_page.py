@@ -319,10 +319,13 @@ def test_the_page_works_at_phone_width(page: playwright_api.Page) -> None:
         page.locator(".agent-row").first.wait_for(state="attached")
         assert page.locator("#sidebar").is_hidden()  # a drawer, closed
         assert page.locator("#target").inner_text() == "newsroom"
-        page.fill("#message", "the city library")
+        page.fill("#message", "the city library " + "x" * 300)  # a long word wraps too
         page.press("#message", "Enter")
         page.locator(".run.waiting").wait_for()
+        page.locator(".tool summary").click()  # its arguments and result hold the long word
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert page.evaluate("document.getElementById('turns').scrollWidth") <= 390
+        page.locator(".tool summary").click()
         text = page.locator('.node[data-path="newsroom/drafting/writer"] .text').bounding_box()
         assert text is not None and text["width"] > 250  # not one word per line
         answer = page.locator(".request input").bounding_box()
