@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import AsyncIterator
+
+import anyio
+
 from raf import FunctionAgent, GroupChatBuilder, IAgent, MaxRounds, WorkflowBuilder, round_robin
 from raf.engine import FunctionExecutor, NodeContext
 from raf.messages import ChatMessage
@@ -75,3 +80,21 @@ def slow(stalling: Stalling) -> IAgent:
         .build()
         .as_agent(description="Stalls, then goes on.")
     )
+
+
+class Gated:
+    """A leaf that streams one token, then waits for `release` before it answers.
+
+    Its events are `threading.Event`s: the server runs on another thread's event loop.
+    """
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.agent = FunctionAgent("gated", self._stream, description="Waits to be let go.")
+
+    async def _stream(self, messages: list[ChatMessage]) -> AsyncIterator[str]:
+        yield "waiting"
+        self.started.set()
+        await anyio.to_thread.run_sync(self.release.wait, abandon_on_cancel=True)
+        yield " and done"

@@ -11,7 +11,7 @@ import pytest
 from raf.serve import create_app
 from raf.stores import MemoryCheckpointStore
 from tests.serve.servers import running
-from tests.serve.studio_trees import slow
+from tests.serve.studio_trees import Gated, slow
 from tests.serve.test_page import browser, page, playwright_api, viewport
 from tests.serve.trees import Stalling, newsroom, run_input, user
 
@@ -194,3 +194,19 @@ def test_a_thread_another_client_ran_is_reopened_from_the_server(page: Page) -> 
         page.locator(".turn").nth(1).locator(".run.done").wait_for()
         assert "[fine]" in page.locator(".turn").nth(1).locator(".text").inner_text()
         assert page.locator(".turn").first.locator(".run-foot .state").inner_text() == "Answered"
+
+
+def test_a_run_that_ended_while_the_page_was_away_is_read_to_its_end(page: Page) -> None:
+    gated = Gated()
+    with running(create_app(gated.agent, MemoryCheckpointStore())) as url:
+        page.goto(url + "/")
+        page.locator(".agent-row").first.wait_for()
+        ask(page, "go")
+        page.locator(".run.running .text").filter(has_text="waiting").wait_for()
+        assert gated.started.wait(10)
+        page.goto("about:blank")  # the page goes away; the run goes on (and may end) meanwhile
+        gated.release.set()
+        page.goto(url + "/")
+        page.locator(".run.done").wait_for()
+        assert page.locator(".run .text").inner_text() == "waiting and done"
+        assert page.locator(".run-foot .state").inner_text() == "Completed"
