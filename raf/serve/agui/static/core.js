@@ -45,7 +45,7 @@ export const state = {
 };
 
 // Set by app.js: what the panels call back into.
-export const hooks = { openThread: null, prefill: null, select: null, rerender: null };
+export const hooks = { openThread: null, prefill: null, select: null, rerender: null, send: null, saveTurns: null };
 
 export const $ = (id) => document.getElementById(id);
 
