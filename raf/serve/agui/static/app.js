@@ -1,74 +1,40 @@
-// The raf web page: browse the agent trees, run one over AG-UI, watch the run stream into its tree.
-// Plain JavaScript, no build step. Every URL is relative, so the page works behind a path prefix.
+// The raf studio: browse the agent trees, run one over AG-UI and watch the run stream into its
+// tree (or its timeline), its workflow's graph light up, its checkpoints and raw events.
+// Plain JavaScript modules, no build step.
 "use strict";
 
-const store = {
-  get(key, fallback) {
-    try {
-      const raw = localStorage.getItem(`raf.${key}`);
-      return raw === null ? fallback : JSON.parse(raw);
-    } catch {
-      return fallback;
-    }
-  },
-  set(key, value) {
-    try {
-      localStorage.setItem(`raf.${key}`, JSON.stringify(value));
-    } catch {
-      /* storage full or disabled: the page still works, it just forgets */
-    }
-  },
-};
+import { $, api, clearError, el, encodePath, headers, hooks, newId, showError, state, store } from "./core.js";
+import { isSettled, questionStates } from "./fold.js";
+import { currentTab, forgetGraph, loadCheckpoints, loadThreads, refreshPanel, showTab } from "./panels.js";
+import { renderTurn, renderTurns, scheduleRender } from "./turns.js";
 
-const newId = () =>
-  (crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random()}`).replace(/-/g, "");
-
-const state = {
-  trees: [],
-  byPath: new Map(), // "root/child" -> AgentTree
-  selected: store.get("agent", null),
-  thread: store.get("thread", null) || newId(),
-  turns: [],
-  token: store.get("token", ""),
-  running: null, // AbortController of the run in flight
-  collapsed: new Set(store.get("collapsed", [])),
-  openTools: new Set(),
-};
-
-const $ = (id) => document.getElementById(id);
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === "class") node.className = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value === true ? "" : value);
-  }
-  for (const child of children.flat(Infinity)) {
-    if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
-
-function headers() {
-  const h = { "Content-Type": "application/json", Accept: "text/event-stream" };
-  if (state.token) h.Authorization = `Bearer ${state.token}`;
-  return h;
-}
+const PHONE = window.matchMedia("(max-width: 760px)");
 
 // ---------------------------------------------------------------------------------------------
 // Agent trees
 
-async function loadTrees() {
-  const response = await fetch("agents", { headers: headers() });
+async function loadTrees({ submitted = false } = {}) {
+  let response;
+  try {
+    response = await fetch("agents", { headers: headers({ Accept: "application/json" }) });
+  } catch (error) {
+    showError(`The server cannot be reached: ${error.message}`);
+    return false;
+  }
   if (response.status === 401) {
+    state.connected = false;
     $("auth").hidden = false;
+    $("auth-refused").hidden = !submitted && !state.token;
     $("token").focus();
-    return;
+    return false;
+  }
+  if (!response.ok) {
+    showError(`The agents could not be listed: HTTP ${response.status}`);
+    return false;
   }
   $("auth").hidden = true;
+  $("auth-refused").hidden = true;
+  state.connected = true;
   state.trees = await response.json();
   state.byPath.clear();
   const index = (tree, prefix) => {
@@ -80,30 +46,34 @@ async function loadTrees() {
   if (!state.byPath.has(state.selected)) state.selected = state.trees[0] ? state.trees[0].id : null;
   renderTree();
   renderTarget();
+  return true;
+}
+
+function visibleRows() {
+  return [...$("tree").querySelectorAll(".agent-row")];
 }
 
 function renderTree() {
   const root = $("tree");
+  const focused = document.activeElement && document.activeElement.classList.contains("agent-row")
+    ? document.activeElement.dataset.path
+    : null;
   root.replaceChildren();
   $("tree-empty").hidden = state.trees.length > 0;
-  const list = (trees, prefix) =>
-    el("ul", { role: "group" }, trees.map((tree) => item(tree, prefix)));
-  const item = (tree, prefix) => {
+  const list = (trees, prefix, level) =>
+    el("ul", { role: level === 1 ? "none" : "group" }, trees.map((tree) => item(tree, prefix, level)));
+  const item = (tree, prefix, level) => {
     const path = prefix ? `${prefix}/${tree.id}` : tree.id;
     const hasChildren = tree.children.length > 0;
     const open = hasChildren && !state.collapsed.has(path);
     const caret = el(
-      "button",
+      "span",
       {
         class: `caret${open ? " open" : ""}${hasChildren ? "" : " leaf"}`,
-        type: "button",
-        "aria-label": open ? "collapse" : "expand",
+        "aria-hidden": "true",
         onclick: (event) => {
           event.stopPropagation();
-          if (state.collapsed.has(path)) state.collapsed.delete(path);
-          else state.collapsed.add(path);
-          store.set("collapsed", [...state.collapsed]);
-          renderTree();
+          toggle(path);
         },
       },
       "▶",
@@ -113,27 +83,88 @@ function renderTree() {
       {
         class: `agent-row${path === state.selected ? " selected" : ""}`,
         role: "treeitem",
+        "aria-level": String(level),
         "aria-selected": path === state.selected ? "true" : "false",
+        "aria-expanded": hasChildren ? (open ? "true" : "false") : false,
+        tabindex: path === (focused || state.selected) ? "0" : "-1",
         "data-path": path,
         title: path,
         onclick: () => select(path),
+        onkeydown: (event) => onTreeKey(event, path, hasChildren, open),
       },
       caret,
       el("span", { class: "agent-name" }, tree.name || tree.id),
       el("span", { class: `kind kind-${tree.kind}` }, tree.kind),
       tree.description ? el("span", { class: "agent-desc" }, tree.description) : null,
     );
-    return el("li", {}, row, open ? list(tree.children, path) : null);
+    return el("li", { role: "none" }, row, open ? list(tree.children, path, level + 1) : null);
   };
-  root.append(list(state.trees, ""));
+  root.append(list(state.trees, "", 1));
+  const rows = visibleRows();
+  if (rows.length && !rows.some((r) => r.tabIndex === 0)) rows[0].tabIndex = 0;
+  if (focused) {
+    const again = rows.find((r) => r.dataset.path === focused);
+    if (again) again.focus();
+  }
 }
 
-function select(path) {
+function toggle(path) {
+  if (state.collapsed.has(path)) state.collapsed.delete(path);
+  else state.collapsed.add(path);
+  store.set("collapsed", [...state.collapsed]);
+  renderTree();
+}
+
+// The tree pattern of WAI-ARIA: arrows move, Right/Left open and close, Enter or Space picks.
+function onTreeKey(event, path, hasChildren, open) {
+  const rows = visibleRows();
+  const at = rows.findIndex((r) => r.dataset.path === path);
+  const focus = (row) => {
+    if (!row) return;
+    rows.forEach((r) => (r.tabIndex = -1));
+    row.tabIndex = 0;
+    row.focus();
+  };
+  switch (event.key) {
+    case "ArrowDown":
+      focus(rows[at + 1]);
+      break;
+    case "ArrowUp":
+      focus(rows[at - 1]);
+      break;
+    case "Home":
+      focus(rows[0]);
+      break;
+    case "End":
+      focus(rows[rows.length - 1]);
+      break;
+    case "ArrowRight":
+      if (hasChildren && !open) toggle(path);
+      else if (hasChildren) focus(rows[at + 1]);
+      break;
+    case "ArrowLeft":
+      if (hasChildren && open) toggle(path);
+      else focus(rows.find((r) => r.dataset.path === path.split("/").slice(0, -1).join("/")));
+      break;
+    case "Enter":
+    case " ":
+      select(path, { keepFocus: true });
+      break;
+    default:
+      return;
+  }
+  event.preventDefault();
+}
+
+function select(path, { keepFocus = false } = {}) {
   state.selected = path;
   store.set("agent", path);
   renderTree();
   renderTarget();
-  $("message").focus();
+  forgetGraph();
+  refreshPanel();
+  if (PHONE.matches) setDrawer("sidebar", false);
+  if (!keepFocus) $("message").focus();
 }
 
 function renderTarget() {
@@ -144,41 +175,63 @@ function renderTarget() {
 // ---------------------------------------------------------------------------------------------
 // Runs
 
-async function send({ text, resume }) {
+async function send({ text = null, resume = null, answer = null }) {
   const agent = state.selected;
-  if (!agent || state.running) return;
+  if (!agent || state.running) return false;
+  clearError();
   const messages = text ? [{ id: newId(), role: "user", content: text }] : [];
-  const turn = {
-    id: newId(),
-    agent,
-    prompt: text || null,
-    answer: resume ? resume[0].payload : null,
-    events: [],
-  };
+  const turn = { id: newId(), agent, prompt: text, resume, answer, events: [], startedAt: Date.now() };
   state.turns.push(turn);
+  remember(text);
   renderTurns();
-  const controller = new AbortController();
-  state.running = controller;
-  setRunning(true);
   const body = { threadId: state.thread, runId: turn.id, messages, tools: [], context: [], state: null };
   if (resume) body.resume = resume;
+  // A studio run belongs to the server, not to this request: a reload re-attaches to it. Where
+  // the server cannot keep runs (503: its lifespan does not run), the plain AG-UI route serves.
+  const refused = (status, detail) => {
+    // Refused before it ran: the turn never happened, the text goes back to the composer.
+    state.turns.splice(state.turns.indexOf(turn), 1);
+    if (status === 401) {
+      state.connected = false;
+      $("auth").hidden = false;
+      $("auth-refused").hidden = false;
+    } else {
+      showError(detail || `The run was refused: HTTP ${status}`);
+    }
+    if (text) restoreDraft(text);
+  };
+  let plain = false;
+  await follow(turn, `studio/agents/${encodePath(agent)}/runs`, {
+    method: "POST",
+    body: JSON.stringify(body),
+    refused: (status, detail) => (status === 503 ? (plain = true) : refused(status, detail)),
+  });
+  if (plain) await follow(turn, `agents/${encodePath(agent)}/run`, { method: "POST", body: JSON.stringify(body), refused });
+  return true;
+}
+
+// Read a run's events into `turn` until it ends (or the page stops listening).
+async function follow(turn, url, { method = "GET", body, refused }) {
+  const controller = new AbortController();
+  state.running = { turn, controller };
+  setRunning(true);
   try {
-    const response = await fetch(`agents/${agent.split("/").map(encodeURIComponent).join("/")}/run`, {
-      method: "POST",
-      headers: headers(),
-      body: JSON.stringify(body),
+    const response = await fetch(url, {
+      method,
+      headers: headers({ Accept: "text/event-stream" }),
+      body,
       signal: controller.signal,
     });
     if (!response.ok) {
       const detail = await response.json().catch(() => ({}));
-      if (response.status === 401) $("auth").hidden = false;
-      turn.events.push({ type: "RUN_ERROR", message: detail.detail || `HTTP ${response.status}`, code: `HTTP${response.status}` });
+      refused(response.status, detail.detail);
       return;
     }
     await readEvents(response, (event) => {
       turn.events.push(event);
       scheduleRender(turn);
     });
+    if (!isSettled(turn)) turn.events.push({ type: "RUN_ERROR", message: "The stream ended before the run did.", code: "Network" });
   } catch (error) {
     const stopped = error.name === "AbortError";
     turn.events.push({ type: "RUN_ERROR", message: stopped ? "Stopped." : String(error), code: stopped ? "Stopped" : "Network" });
@@ -186,8 +239,37 @@ async function send({ text, resume }) {
     state.running = null;
     setRunning(false);
     saveTurns();
-    renderTurn(turn);
-    renderUsage();
+    renderTurns();
+    loadThreads();
+    if (currentTab() === "checkpoints") loadCheckpoints();
+  }
+}
+
+async function stop() {
+  if (!state.running) return;
+  const { turn, controller } = state.running;
+  try {
+    // The run ends with its own "Stopped" event; the stream closes after it.
+    await api(`studio/runs/${encodeURIComponent(turn.id)}/stop`, { method: "POST", body: {} });
+  } catch {
+    controller.abort();
+  }
+}
+
+// Runs a reload cut short are still running on the server: read on from the last event kept.
+async function reattach() {
+  for (const turn of state.turns) {
+    if (isSettled(turn) || state.running) continue;
+    const after = turn.events.length;
+    await follow(turn, `studio/runs/${encodeURIComponent(turn.id)}/events?after=${after}`, {
+      refused: (status, detail) => {
+        turn.events.push({
+          type: "RUN_ERROR",
+          message: status === 404 ? "This run is no longer on the server (it restarted, or the run ended long ago)." : detail || `HTTP ${status}`,
+          code: "Lost",
+        });
+      },
+    });
   }
 }
 
@@ -216,370 +298,6 @@ async function readEvents(response, onEvent) {
 function setRunning(running) {
   $("stop").hidden = !running;
   $("send").disabled = running || !state.selected;
-  $("message").disabled = false;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Folding a run's events into its tree
-
-function fold(turn) {
-  const rootId = turn.agent.split("/").pop();
-  const rootTree = state.byPath.get(turn.agent) || { id: rootId, kind: "agent", children: [] };
-  const nodes = new Map();
-  const node = (path) => {
-    if (!nodes.has(path)) nodes.set(path, { status: "idle", entries: [], tokens: 0, steps: new Map() });
-    return nodes.get(path);
-  };
-  const subagents = new Map();
-  const owner = (event) => (event.subagentRunId && subagents.get(event.subagentRunId)) || rootId;
-  const byMessage = new Map();
-  const byTool = new Map();
-  const view = { rootId, rootTree, nodes, status: "running", tokens: 0, usage: null };
-  node(rootId).status = "active";
-
-  for (const event of turn.events) {
-    switch (event.type) {
-      case "SUBAGENT_STARTED": {
-        const path = event.metadata && event.metadata.path ? event.metadata.path.join("/") : event.name;
-        subagents.set(event.subagentRunId, path);
-        node(path).status = "active";
-        break;
-      }
-      case "SUBAGENT_FINISHED":
-        node(owner(event)).status = event.outcome && event.outcome.type === "suspended" ? "waiting" : "done";
-        break;
-      case "SUBAGENT_ERROR": {
-        const at = node(owner(event));
-        at.status = "error";
-        at.entries.push({ kind: "error", message: event.message, code: event.code });
-        break;
-      }
-      case "STEP_STARTED": {
-        const at = owner(event);
-        if (!hasChild(rootTree, rootId, `${at}/${event.stepName}`)) {
-          const step = { kind: "step", name: event.stepName, status: "active" };
-          node(at).steps.set(event.stepName, step);
-          node(at).entries.push(step);
-        }
-        break;
-      }
-      case "STEP_FINISHED": {
-        const step = node(owner(event)).steps.get(event.stepName);
-        if (step) step.status = "done";
-        break;
-      }
-      case "TEXT_MESSAGE_START":
-      case "REASONING_MESSAGE_START": {
-        const entry = { kind: event.type === "TEXT_MESSAGE_START" ? "text" : "reasoning", text: "" };
-        byMessage.set(event.messageId, entry);
-        node(owner(event)).entries.push(entry);
-        break;
-      }
-      case "TEXT_MESSAGE_CONTENT":
-      case "REASONING_MESSAGE_CONTENT": {
-        const entry = byMessage.get(event.messageId);
-        if (entry) entry.text += event.delta;
-        break;
-      }
-      case "TOOL_CALL_START": {
-        const entry = { kind: "tool", id: event.toolCallId, name: event.toolCallName, args: "", result: null, failed: false };
-        byTool.set(event.toolCallId, entry);
-        node(owner(event)).entries.push(entry);
-        break;
-      }
-      case "TOOL_CALL_ARGS": {
-        const entry = byTool.get(event.toolCallId);
-        if (entry) entry.args += event.delta;
-        break;
-      }
-      case "TOOL_CALL_RESULT": {
-        const entry = byTool.get(event.toolCallId);
-        if (entry) {
-          entry.result = typeof event.content === "string" ? event.content : JSON.stringify(event.content);
-          entry.failed = Boolean(event.metadata && event.metadata.is_error);
-        }
-        break;
-      }
-      case "CUSTOM":
-        if (event.name === "raf.usage" && event.value) {
-          const used = (event.value.input_tokens || 0) + (event.value.output_tokens || 0);
-          node(event.value.path.join("/")).tokens += used;
-          view.tokens += used;
-        }
-        break;
-      case "RUN_FINISHED": {
-        const interrupts = event.outcome && event.outcome.type === "interrupt" ? event.outcome.interrupts : [];
-        view.status = interrupts.length ? "waiting" : "done";
-        node(rootId).status = view.status;
-        for (const interrupt of interrupts) {
-          const path = interrupt.metadata && interrupt.metadata.path ? interrupt.metadata.path.join("/") : rootId;
-          node(path).entries.push({ kind: "request", interrupt, answered: isAnswered(turn) });
-          // The asking node's step waits too (a request id is `{path}/{node}@{superstep}#{n}`).
-          const asker = interrupt.id.split("@")[0].split("/").pop();
-          const step = node(path).steps.get(asker);
-          if (step) step.status = "waiting";
-        }
-        if (event.usage) view.tokens = event.usage.reduce((sum, u) => sum + (u.totalTokens || 0), 0);
-        break;
-      }
-      case "RUN_ERROR": {
-        view.status = "error";
-        const path = event.metadata && event.metadata.path ? event.metadata.path.join("/") : rootId;
-        const at = node(path);
-        at.status = "error";
-        if (!at.entries.some((e) => e.kind === "error" && e.message === event.message)) {
-          at.entries.push({ kind: "error", message: event.message, code: event.code });
-        }
-        if (path !== rootId) node(rootId).status = "error";
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  if (view.status !== "running") {
-    for (const n of nodes.values()) if (n.status === "active") n.status = view.status === "error" ? "error" : "done";
-  }
-  return view;
-}
-
-function hasChild(tree, rootId, path) {
-  const parts = path.split("/");
-  if (parts[0] !== rootId) return false;
-  let at = tree;
-  for (const part of parts.slice(1)) {
-    at = at.children.find((c) => c.id === part);
-    if (!at) return false;
-  }
-  return true;
-}
-
-function isAnswered(turn) {
-  // A later turn of the thread answered it: by the request's own form, or by plain text.
-  return state.turns.indexOf(turn) < state.turns.length - 1;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Rendering
-
-const pending = new Set();
-function scheduleRender(turn) {
-  if (pending.has(turn)) return;
-  pending.add(turn);
-  requestAnimationFrame(() => {
-    pending.delete(turn);
-    renderTurn(turn);
-  });
-}
-
-function renderTurns() {
-  const container = $("turns");
-  container.replaceChildren();
-  if (state.turns.length === 0) {
-    container.append(
-      el(
-        "div",
-        { id: "welcome", class: "welcome" },
-        el("h1", {}, "Pick an agent, ask it something"),
-        el("p", { class: "muted" }, "Every agent of the tree shows what it says, thinks and calls as the run streams."),
-      ),
-    );
-  }
-  for (const turn of state.turns) container.append(el("article", { class: "turn", id: `turn-${turn.id}` }));
-  state.turns.forEach(renderTurn);
-  renderUsage();
-}
-
-function renderTurn(turn) {
-  const box = document.getElementById(`turn-${turn.id}`);
-  if (!box) return;
-  const stick = nearBottom();
-  const view = fold(turn);
-  const prompt = turn.prompt !== null
-    ? el("div", { class: "prompt" }, el("span", { class: "to" }, `to ${turn.agent}`), el("div", { class: "bubble" }, turn.prompt))
-    : el("div", { class: "prompt" }, el("span", { class: "to" }, "answer"), el("div", { class: "bubble answer" }, formatValue(turn.answer)));
-  const labels = { running: "Running…", done: "Completed", waiting: "Waiting for your answer", error: "Failed" };
-  box.replaceChildren(
-    prompt,
-    el(
-      "div",
-      { class: `run ${view.status}` },
-      renderNode(view.rootTree, view.rootId, view, turn),
-      el(
-        "div",
-        { class: "run-foot" },
-        el("span", { class: `state ${view.status}` }, labels[view.status]),
-        el("span", { class: "tokens" }, `${view.tokens.toLocaleString()} tokens`),
-      ),
-    ),
-  );
-  if (stick) scrollToEnd();
-  renderUsage();
-}
-
-function renderNode(tree, path, view, turn) {
-  const data = view.nodes.get(path) || { status: "idle", entries: [], tokens: 0 };
-  // A workflow's own steps lead, its agents follow, then what it said or asked itself.
-  const stepEntries = data.entries.filter((entry) => entry.kind === "step");
-  const steps = stepEntries.length
-    ? el(
-        "div",
-        { class: "steps" },
-        stepEntries.map((entry) => el("span", { class: `step ${entry.status}` }, el("span", { class: "dot" }), entry.name)),
-      )
-    : null;
-  const own = data.entries.filter((entry) => entry.kind !== "step").map((entry) => renderEntry(entry, turn));
-  const children = tree.children.length
-    ? el("div", { class: "children" }, tree.children.map((child) => renderNode(child, `${path}/${child.id}`, view, turn)))
-    : null;
-  return el(
-    "div",
-    { class: `node ${data.status}`, "data-path": path },
-    el(
-      "div",
-      { class: "node-head" },
-      el("span", { class: "dot" }),
-      el("span", { class: "name" }, tree.name || tree.id),
-      el("span", { class: `kind kind-${tree.kind}` }, tree.kind),
-      data.tokens ? el("span", { class: "node-tokens" }, `${data.tokens.toLocaleString()} tokens`) : null,
-    ),
-    steps ? el("div", { class: "entries" }, steps) : null,
-    children,
-    own.length ? el("div", { class: "entries" }, own) : null,
-  );
-}
-
-function renderEntry(entry, turn) {
-  switch (entry.kind) {
-    case "text":
-      return el("div", { class: "text" }, entry.text);
-    case "reasoning":
-      return el("div", { class: "reasoning" }, entry.text);
-    case "tool": {
-      const status = entry.result === null ? "running…" : entry.failed ? "failed" : "done";
-      const details = el(
-        "details",
-        {
-          class: `tool${entry.failed ? " failed" : ""}`,
-          open: state.openTools.has(entry.id),
-          ontoggle: (event) => {
-            if (event.target.open) state.openTools.add(entry.id);
-            else state.openTools.delete(entry.id);
-          },
-        },
-        el(
-          "summary",
-          {},
-          el("span", { class: "tool-name" }, entry.name),
-          el("span", { class: "tool-args" }, compact(entry.args)),
-          el("span", { class: `tool-state ${entry.failed ? "failed" : entry.result === null ? "" : "ok"}` }, status),
-        ),
-        el(
-          "div",
-          { class: "tool-body" },
-          el("span", { class: "k" }, "arguments"),
-          el("pre", {}, pretty(entry.args)),
-          el("span", { class: "k" }, "result"),
-          el("pre", {}, entry.result === null ? "…" : pretty(entry.result)),
-        ),
-      );
-      return details;
-    }
-    case "error":
-      return el("div", { class: "failure" }, el("strong", {}, entry.code || "Error"), entry.message);
-    case "request":
-      return renderRequest(entry);
-    default:
-      return el("div");
-  }
-}
-
-function renderRequest(entry) {
-  const { interrupt } = entry;
-  const payload = interrupt.metadata ? interrupt.metadata.payload : undefined;
-  const fields =
-    payload && typeof payload === "object" && !Array.isArray(payload)
-      ? Object.entries(payload).filter(([key, value]) => value !== interrupt.message || !["prompt", "question", "message"].includes(key))
-      : [];
-  const details = fields.length
-    ? el(
-        "dl",
-        {},
-        fields.map(([key, value]) => [el("dt", {}, key), el("dd", {}, typeof value === "string" ? value : JSON.stringify(value))]),
-      )
-    : null;
-  if (entry.answered) {
-    return el(
-      "div",
-      { class: "request answered" },
-      el("div", { class: "ask" }, interrupt.message || "The run asks for an answer"),
-      el("div", { class: "answered-note" }, "Answered below"),
-    );
-  }
-  const input = el("input", { type: "text", placeholder: "Your answer", "aria-label": "Answer" });
-  const form = el(
-    "form",
-    {
-      onsubmit: (event) => {
-        event.preventDefault();
-        const value = input.value.trim();
-        if (!value) return;
-        send({ resume: [{ interruptId: interrupt.id, status: "resolved", payload: value }] });
-      },
-    },
-    input,
-    el("button", { type: "submit" }, "Answer"),
-  );
-  return el(
-    "div",
-    { class: "request", "data-interrupt": interrupt.id },
-    el("div", { class: "ask" }, interrupt.message || "The run asks for an answer"),
-    details,
-    form,
-  );
-}
-
-function compact(args) {
-  try {
-    const value = JSON.parse(args);
-    if (value && typeof value === "object" && !Array.isArray(value)) {
-      return Object.entries(value)
-        .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
-        .join(", ");
-    }
-    return JSON.stringify(value);
-  } catch {
-    return args;
-  }
-}
-
-function pretty(text) {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text;
-  }
-}
-
-function formatValue(value) {
-  return typeof value === "string" ? value : JSON.stringify(value);
-}
-
-function renderUsage() {
-  const total = state.turns.reduce((sum, turn) => sum + fold(turn).tokens, 0);
-  $("usage").textContent = `${total.toLocaleString()} tokens`;
-  $("thread-id").textContent = state.thread.slice(0, 12);
-  $("thread-id").title = `thread ${state.thread}`;
-}
-
-function nearBottom() {
-  const box = $("turns");
-  return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
-}
-
-function scrollToEnd() {
-  const box = $("turns");
-  box.scrollTop = box.scrollHeight;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -590,12 +308,77 @@ function saveTurns() {
   store.set(`turns.${state.thread}`, state.turns);
 }
 
-function newThread() {
-  if (state.running) state.running.abort();
-  state.thread = newId();
-  state.turns = [];
+function remember(text) {
+  const known = store.get("threads", {});
+  const entry = known[state.thread] || { at: Date.now() };
+  if (!entry.title && text) entry.title = text.length > 60 ? `${text.slice(0, 59)}…` : text;
+  known[state.thread] = entry;
+  store.set("threads", known);
+}
+
+function openThread(id) {
+  if (state.running) state.running.controller.abort(); // the run goes on; reopening re-attaches
+  state.thread = id;
+  state.turns = store.get(`turns.${id}`, []);
   saveTurns();
   renderTurns();
+  loadThreads();
+  refreshPanel();
+  if (PHONE.matches) setDrawer("sidebar", false);
+  if (!state.turns.length) restoreFromServer(id);
+  else reattach();
+}
+
+// A thread this browser never showed (run by another client, or a fork of one): its
+// conversation and open questions as the server saved them after its newest turn.
+async function restoreFromServer(id) {
+  if (!state.connected || !state.selected) return;
+  try {
+    const base = `studio/threads/${encodeURIComponent(id)}/checkpoints`;
+    const newest = (await api(base)).checkpoints.filter((c) => c.kind === "turn").pop();
+    if (!newest) return;
+    const saved = await api(`${base}/${encodeURIComponent(newest.id)}`);
+    if (state.thread !== id || state.turns.length) return;
+    const root = state.selected.split("/").pop();
+    const events = [{ type: "RUN_STARTED", threadId: id, runId: newest.id }];
+    for (const message of saved.messages) {
+      if (!message.text) continue;
+      const messageId = newId();
+      const name = message.author || message.role;
+      events.push({ type: "TEXT_MESSAGE_START", messageId, role: "assistant", name });
+      events.push({ type: "TEXT_MESSAGE_CONTENT", messageId, delta: message.text });
+      events.push({ type: "TEXT_MESSAGE_END", messageId });
+    }
+    const interrupts = saved.requests.map((request) => {
+      const payload = request.payload;
+      const question = typeof payload === "string" ? payload : payload && (payload.prompt || payload.question || payload.message);
+      return { id: request.id, reason: "input_required", message: question || JSON.stringify(payload), metadata: { path: request.path || [root], payload } };
+    });
+    events.push({ type: "RUN_FINISHED", threadId: id, runId: newest.id, outcome: interrupts.length ? { type: "interrupt", interrupts } : null });
+    state.turns = [{ id: newId(), agent: state.selected, prompt: null, resume: null, answer: null, restored: true, layout: "timeline", events }];
+    saveTurns();
+    renderTurns();
+  } catch (error) {
+    showError(`This thread's conversation could not be read from the server: ${error.message}`);
+  }
+}
+
+function restoreDraft(text) {
+  const box = $("message");
+  if (!box.value.trim()) box.value = text;
+  store.set("draft", box.value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drawers (phone width) and the studio panel
+
+function setDrawer(name, open) {
+  $(name).dataset.open = open ? "true" : "false";
+  $(`toggle-${name}`).setAttribute("aria-expanded", open ? "true" : "false");
+  if (name === "studio") {
+    store.set("studio", open);
+    if (open) refreshPanel();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -608,31 +391,88 @@ function start() {
     history.replaceState(null, "", location.pathname + location.search);
   }
   state.turns = store.get(`turns.${state.thread}`, []);
-  store.set("thread", state.thread);
+  saveTurns();
+  // What was typed while the page loaded wins over an older draft.
+  if (!$("message").value) $("message").value = store.get("draft", "");
 
-  $("composer").addEventListener("submit", (event) => {
+  hooks.openThread = openThread;
+  hooks.prefill = (text) => {
+    $("message").value = text;
+    store.set("draft", text);
+    $("message").focus();
+  };
+  hooks.select = select;
+  hooks.send = send;
+  hooks.saveTurns = saveTurns;
+  hooks.rerender = () => {
+    const last = state.turns[state.turns.length - 1];
+    if (last) renderTurn(last, questionStates(state.turns));
+  };
+
+  $("composer").addEventListener("submit", async (event) => {
     event.preventDefault();
     const text = $("message").value.trim();
     if (!text || state.running) return;
+    if (!state.connected || !state.selected) {
+      showError(state.connected ? "Pick an agent first: your message is kept." : "Not connected yet: your message is kept.");
+      return;
+    }
     $("message").value = "";
-    send({ text });
+    store.remove("draft");
+    await send({ text });
   });
+  $("message").addEventListener("input", () => store.set("draft", $("message").value));
   $("message").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       $("composer").requestSubmit();
     }
   });
-  $("stop").addEventListener("click", () => state.running && state.running.abort());
-  $("new-thread").addEventListener("click", newThread);
-  $("auth-form").addEventListener("submit", (event) => {
+  $("stop").addEventListener("click", stop);
+  $("new-thread").addEventListener("click", () => openThread(newId()));
+  $("error-close").addEventListener("click", clearError);
+  $("auth-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     state.token = $("token").value.trim();
     store.set("token", state.token);
-    loadTrees().then(renderTurns);
+    if (await loadTrees({ submitted: true })) connected();
   });
+  for (const button of document.querySelectorAll(".segmented button")) {
+    button.addEventListener("click", () => {
+      state.layout = button.dataset.layout;
+      store.set("layout", state.layout);
+      renderTurns();
+    });
+  }
+  for (const tab of document.querySelectorAll('#studio [role="tab"]')) {
+    tab.addEventListener("click", () => showTab(tab.dataset.tab));
+    tab.addEventListener("keydown", (event) => {
+      const tabs = [...document.querySelectorAll('#studio [role="tab"]')];
+      const at = tabs.indexOf(tab);
+      const next = event.key === "ArrowRight" ? tabs[(at + 1) % tabs.length] : event.key === "ArrowLeft" ? tabs[(at + tabs.length - 1) % tabs.length] : null;
+      if (next) {
+        event.preventDefault();
+        showTab(next.dataset.tab);
+        next.focus();
+      }
+    });
+  }
+  $("toggle-sidebar").addEventListener("click", () => setDrawer("sidebar", $("sidebar").dataset.open !== "true"));
+  $("toggle-studio").addEventListener("click", () => setDrawer("studio", $("studio").dataset.open !== "true"));
+  setDrawer("sidebar", false);
+  setDrawer("studio", PHONE.matches ? false : store.get("studio", window.innerWidth >= 1100));
+  showTab(store.get("tab", "graph"));
 
-  loadTrees().then(renderTurns);
+  renderTurns();
+  loadTrees().then((ok) => ok && connected());
+}
+
+function connected() {
+  renderTurns();
+  reattach();
+  loadThreads();
+  forgetGraph();
+  refreshPanel();
 }
 
 start();

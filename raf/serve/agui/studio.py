@@ -1,0 +1,457 @@
+"""The studio's routes: past threads, their checkpoints, a fork from one, a workflow's graph.
+
+All are JSON, behind the app's guard and token like every `/agents` route, and bounded:
+
+- `GET /studio/threads`: the threads the store keeps, newest first (at most `LIST_LIMIT`);
+- `GET /studio/threads/{id}/checkpoints`: a thread's checkpoints, oldest first, the newest
+  `LIST_LIMIT` of them: a `turn` checkpoint is the thread as saved after a run, a `step`
+  checkpoint the engine's state after one superstep of a run;
+- `GET /studio/threads/{id}/checkpoints/{checkpoint}`: one checkpoint to inspect: its pending
+  requests, the nodes due next, the conversation, and its data cut to a readable size;
+- `POST /studio/threads/{id}/checkpoints/{checkpoint}/fork`: a new thread whose state is that
+  turn checkpoint's (time travel: run again from there, the original thread untouched);
+- `GET /studio/graph/{path}`: the nodes and edges of the workflow an agent runs;
+- `POST /studio/agents/{path}/runs`: run an agent as `POST /agents/{path}/run` does (the same
+  body and events), but the run belongs to the app, not to the request (`LiveRuns`): a page that
+  reloads re-attaches with `GET /studio/runs/{run}/events?after=N`, finds a thread's runs in
+  flight with `GET /studio/threads/{id}/runs`, and ends one with `POST /studio/runs/{run}/stop`.
+
+Example:
+    >>> from raf import FunctionAgent
+    >>> from raf.serve import create_app
+    >>> app = create_app(FunctionAgent("echo", lambda m: m[-1].text))
+    >>> "/studio/threads" in [getattr(r, "path", "") for r in app.routes]
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import aclosing
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from ag_ui.core import RunAgentInput, RunErrorEvent
+from ag_ui.encoder import EventEncoder
+from pydantic import ValidationError
+from sse_starlette import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from raf.engine.facade import WorkflowAgent
+from raf.registry import AgentRegistry
+from raf.serve.agui.live_runs import LiveRuns, RunsClosed, TooManyRuns
+from raf.serve.agui.streaming import stream_run
+from raf.serve.threads import THREAD_EVENT, Threads, check_thread_id
+from raf.stores import Checkpoint, StoredEvent, new_id
+
+__all__ = ["FORK_EVENT", "LIST_LIMIT", "studio_routes"]
+
+LIST_LIMIT = 100
+"""The most threads, or checkpoints of a thread, one answer lists."""
+FORK_EVENT = "raf.serve.fork"
+"""Kind of the log event that says which checkpoint a forked thread started from."""
+
+_GRAPH_LIMIT = 300
+_MESSAGE_LIMIT = 50
+_BODY_LIMIT = 4096
+_THREAD_PREFIX = "thread:"
+
+Denied = Callable[[Request], Response | None]
+"""The app's token check: the refusal to send, or None when the request may go on."""
+
+
+_STOPPED = EventEncoder().encode(RunErrorEvent(message="Stopped.", code="Stopped")).encode()
+
+
+def studio_routes(
+    registry: AgentRegistry, threads: Threads, denied: Denied, live: LiveRuns
+) -> list[BaseRoute]:
+    """The studio's routes over the app's `registry`, `threads` and `live` runs, each checked
+    by `denied`."""
+    store = threads.store
+
+    async def list_threads(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        events = await store.events()
+        created: dict[str, StoredEvent] = {}
+        forks: dict[str, dict[str, Any]] = {}
+        for event in events:
+            if not event.key.startswith(_THREAD_PREFIX):
+                continue
+            thread_id = event.key.removeprefix(_THREAD_PREFIX)
+            if event.kind == THREAD_EVENT:
+                created.setdefault(thread_id, event)
+            elif event.kind == FORK_EVENT:
+                forks[thread_id] = event.meta
+        newest = sorted(created.values(), key=lambda e: e.id, reverse=True)
+        listed = [
+            {
+                "id": event.key.removeprefix(_THREAD_PREFIX),
+                "createdAt": event.occurred_at.isoformat(),
+                "forkedFrom": forks.get(event.key.removeprefix(_THREAD_PREFIX)),
+            }
+            for event in newest[:LIST_LIMIT]
+        ]
+        return JSONResponse({"threads": listed, "truncated": len(newest) > LIST_LIMIT})
+
+    async def list_checkpoints(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        thread_id: str = request.path_params["thread"]
+        turns = await store.list(_THREAD_PREFIX + thread_id)
+        steps = await store.list(thread_id)
+        ids = sorted([*turns, *steps])
+        shown = ids[-LIST_LIMIT:]
+        listed = [_summary(await store.load(checkpoint_id)) for checkpoint_id in shown]
+        return JSONResponse(
+            {"thread": thread_id, "checkpoints": listed, "truncated": len(ids) > len(shown)}
+        )
+
+    async def show_checkpoint(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        found = await _checkpoint_of(threads, request)
+        if isinstance(found, Response):
+            return found
+        return JSONResponse(_inspected(found))
+
+    async def fork(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        found = await _checkpoint_of(threads, request)
+        if isinstance(found, Response):
+            return found
+        if found.workflow_id != THREAD_EVENT:
+            return _problem(
+                422,
+                f"checkpoint {found.id!r} is a step inside a run: fork from a turn "
+                "checkpoint (the thread as saved after a run)",
+            )
+        requested = await _requested_thread(request)
+        if isinstance(requested, Response):
+            return requested
+        new_thread = requested or uuid.uuid4().hex
+        state = found.data.get("state")
+        seen = found.data.get("seen", [])
+        if not isinstance(state, dict) or not isinstance(seen, list):
+            return _problem(422, f"checkpoint {found.id!r} does not hold a thread's state")
+        if (await threads.open(new_thread)).listed:
+            return _problem(409, f"thread {new_thread!r} exists already: fork into a new id")
+        async with threads.hold(new_thread) as thread:
+            thread.session.restore(cast(dict[str, Any], state))
+            thread.seen = {str(s) for s in cast(list[Any], seen)}
+            await threads.save(thread)
+        source: str = request.path_params["thread"]
+        origin = {"thread": source, "checkpoint": found.id}
+        await store.append(
+            StoredEvent(
+                id=new_id(),
+                occurred_at=datetime.now(UTC),
+                kind=FORK_EVENT,
+                key=_THREAD_PREFIX + new_thread,
+                meta=origin,
+            )
+        )
+        return JSONResponse({"threadId": new_thread, "forkedFrom": origin}, status_code=201)
+
+    async def show_graph(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        path: str = request.path_params["path"]
+        if path not in registry:
+            return _problem(404, f"no agent is served at {path!r}")
+        agent = registry.get(path)
+        if not isinstance(agent, WorkflowAgent):
+            return JSONResponse({"agent": path, "workflow": None, "nodes": [], "edges": []})
+        return JSONResponse({"agent": path, **_graph(agent)})
+
+    async def start_run(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        path: str = request.path_params["path"]
+        if path not in registry:
+            return _problem(404, f"no agent is served at {path!r}")
+        agent = registry.get(path)
+        try:
+            run_input = RunAgentInput.model_validate_json(await request.body())
+            check_thread_id(run_input.thread_id)
+        except ValidationError as exc:
+            detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            return _problem(422, f"the body is not an AG-UI RunAgentInput: {_cut(detail, 500)}")
+        except ValueError as exc:
+            return _problem(422, str(exc))
+
+        async def play(send: Callable[[bytes], Awaitable[None]]) -> None:
+            await stream_run(agent, run_input, threads, send)
+
+        try:
+            run = live.start(run_input.run_id, run_input.thread_id, play, stopped=_STOPPED)
+        except ValueError as exc:
+            return _problem(409, str(exc))
+        except (RunsClosed, TooManyRuns) as exc:
+            return _problem(503, str(exc))
+        return EventSourceResponse(live.follow(run, after=0))
+
+    async def follow_run(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        run = live.get(request.path_params["run"])
+        after = request.query_params.get("after", "0")
+        if run is None:
+            return _problem(
+                404,
+                f"no run {request.path_params['run']!r} is kept: it ended long ago, or the server restarted",
+            )
+        if not after.isdigit() or int(after) < run.base:
+            return _problem(
+                410 if after.isdigit() else 422,
+                f"after must be a count of events from {run.base} on",
+            )
+        return EventSourceResponse(live.follow(run, after=int(after)))
+
+    async def stop_run(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        run = live.get(request.path_params["run"])
+        if run is None:
+            return _problem(404, f"no run {request.path_params['run']!r} is kept")
+        live.stop(run)
+        return JSONResponse({"runId": run.id, "done": run.done})
+
+    async def thread_runs(request: Request) -> Response:
+        if (refusal := denied(request)) is not None:
+            return refusal
+        running = live.of_thread(request.path_params["thread"])
+        return JSONResponse({"runs": [{"runId": r.id, "events": r.count} for r in running]})
+
+    return [
+        Route("/studio/agents/{path:path}/runs", start_run, methods=["POST"]),
+        Route("/studio/runs/{run:path}/events", follow_run, methods=["GET"]),
+        Route("/studio/runs/{run:path}/stop", stop_run, methods=["POST"]),
+        Route("/studio/threads/{thread:path}/runs", thread_runs, methods=["GET"]),
+        Route("/studio/threads", list_threads, methods=["GET"]),
+        Route("/studio/threads/{thread:path}/checkpoints", list_checkpoints, methods=["GET"]),
+        Route(
+            "/studio/threads/{thread:path}/checkpoints/{checkpoint}",
+            show_checkpoint,
+            methods=["GET"],
+        ),
+        Route(
+            "/studio/threads/{thread:path}/checkpoints/{checkpoint}/fork", fork, methods=["POST"]
+        ),
+        Route("/studio/graph/{path:path}", show_graph, methods=["GET"]),
+    ]
+
+
+async def _checkpoint_of(threads: Threads, request: Request) -> Checkpoint | Response:
+    """The checkpoint a route names, when it belongs to the thread the route names."""
+    thread_id: str = request.path_params["thread"]
+    checkpoint_id: str = request.path_params["checkpoint"]
+    missing = _problem(404, f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}")
+    try:
+        checkpoint = await threads.store.load(checkpoint_id)
+    except KeyError:
+        return missing
+    if checkpoint.session_id not in (thread_id, _THREAD_PREFIX + thread_id):
+        return missing
+    return checkpoint
+
+
+async def _requested_thread(request: Request) -> str | Response | None:
+    """The `threadId` a fork's body asks for, None for a new one, or the refusal."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > _BODY_LIMIT:
+        return _problem(413, f"a fork's body is at most {_BODY_LIMIT} bytes")
+    body = b""
+    async with aclosing(request.stream()) as chunks:
+        async for chunk in chunks:
+            body += chunk
+            if len(body) > _BODY_LIMIT:
+                return _problem(413, f"a fork's body is at most {_BODY_LIMIT} bytes")
+    if not body.strip():
+        return None
+    try:
+        fields: object = json.loads(body)
+    except ValueError:
+        return _problem(422, 'the body is not JSON: send {} or {"threadId": "..."}')
+    if not isinstance(fields, dict):
+        return _problem(422, 'the body is not a JSON object: send {} or {"threadId": "..."}')
+    wanted = cast(dict[str, Any], fields).get("threadId")
+    if wanted is None:
+        return None
+    try:
+        return check_thread_id(wanted) if isinstance(wanted, str) else check_thread_id("")
+    except ValueError as exc:
+        return _problem(422, str(exc))
+
+
+def _summary(checkpoint: Checkpoint) -> dict[str, Any]:
+    turn = checkpoint.workflow_id == THREAD_EVENT
+    return {
+        "id": checkpoint.id,
+        "kind": "turn" if turn else "step",
+        "createdAt": checkpoint.created_at.isoformat(),
+        "workflow": None if turn else checkpoint.workflow_id,
+        "superstep": None if turn else checkpoint.superstep,
+        "scope": None if turn else checkpoint.data.get("scope"),
+        "pending": len(_pending(checkpoint)),
+    }
+
+
+def _inspected(checkpoint: Checkpoint) -> dict[str, Any]:
+    data = checkpoint.data
+    turn = checkpoint.workflow_id == THREAD_EVENT
+    nexts = [] if turn else [entry[0] for entry in _list(data.get("pending")) if _list(entry)]
+    return {
+        **_summary(checkpoint),
+        "requests": _pending(checkpoint)[:LIST_LIMIT],
+        "next": nexts[:LIST_LIMIT],
+        "messages": _messages(checkpoint),
+        "data": bounded(data),
+    }
+
+
+def _pending(checkpoint: Checkpoint) -> list[dict[str, Any]]:
+    """The requests of a checkpoint still waiting for an answer, in the order they were asked."""
+    data = checkpoint.data
+    if checkpoint.workflow_id != THREAD_EVENT:
+        runs = [data]
+    else:
+        state = _dict(data.get("state"))
+        runs = [
+            _dict(_dict(value).get("state"))
+            for key, value in state.items()
+            if key.endswith("#pending")
+        ]
+    found: list[dict[str, Any]] = []
+    for run in runs:
+        answered = {str(_list(entry)[0]) for entry in _list(run.get("answers")) if _list(entry)}
+        for request in _list(run.get("requests")):
+            fields = _dict(request)
+            request_id = str(fields.get("request_id", ""))
+            if request_id and request_id not in answered:
+                found.append(
+                    {
+                        "id": request_id,
+                        "node": fields.get("node_id"),
+                        "path": fields.get("path"),
+                        "payload": bounded(_untagged(fields.get("payload"))),
+                    }
+                )
+    return found
+
+
+def _messages(checkpoint: Checkpoint) -> list[dict[str, Any]]:
+    """The conversation a checkpoint holds: the thread's history, or the turn so far."""
+    data = checkpoint.data
+    if checkpoint.workflow_id == THREAD_EVENT:
+        state = _dict(data.get("state"))
+        histories = [v for k, v in state.items() if k.endswith("#history") and "/" not in k]
+        raw = [m for history in histories for m in _list(history)]
+    else:
+        turn = _dict(data.get("turn"))
+        raw = [*_list(_untagged(turn.get("entered"))), *_list(_untagged(turn.get("produced")))]
+    messages: list[dict[str, Any]] = []
+    for item in raw[-_MESSAGE_LIMIT:]:
+        fields = _dict(item)
+        parts = [_dict(part) for part in _list(fields.get("contents"))]
+        messages.append(
+            {
+                "role": fields.get("role"),
+                "author": fields.get("author"),
+                "text": _cut(
+                    "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+                ),
+                "tools": [str(p.get("name")) for p in parts if p.get("type") == "tool_call"],
+            }
+        )
+    return messages
+
+
+def _graph(agent: WorkflowAgent) -> dict[str, Any]:
+    workflow = agent.workflow
+    graph = workflow.graph
+    nodes: list[dict[str, Any]] = []
+    for node_id in list(graph.nodes)[:_GRAPH_LIMIT]:
+        attributes = graph.nodes[node_id]
+        executor = workflow.executors.get(node_id)
+        inner = executor.as_agent() if executor is not None else None
+        nodes.append(
+            {
+                "id": node_id,
+                "kind": attributes.get("kind", "executor"),
+                "start": bool(attributes.get("start")),
+                "agentKind": inner.metadata.kind if inner is not None else None,
+            }
+        )
+    shown = {node["id"] for node in nodes}
+    edges = [
+        {"source": s, "target": t, "kind": a.get("kind", "direct"), "label": a.get("label", "")}
+        for s, t, a in graph.edges(data=True)
+        if s in shown and t in shown
+    ][: _GRAPH_LIMIT * 4]
+    return {
+        "workflow": workflow.id,
+        "kind": workflow.kind,
+        "start": workflow.start_id,
+        "nodes": nodes,
+        "edges": edges,
+        "truncated": graph.number_of_nodes() > len(nodes) or graph.number_of_edges() > len(edges),
+    }
+
+
+def bounded(value: Any, *, depth: int = 8, items: int = 50, chars: int = 2000) -> Any:
+    """`value` (JSON data) cut to a readable size: deep parts, long lists and strings elided.
+
+    Example:
+        >>> bounded({"a": list(range(4))}, items=2)
+        {'a': [0, 1, '… 2 more']}
+    """
+    if isinstance(value, str):
+        return _cut(value, chars)
+    if depth <= 0 and isinstance(value, dict | list):
+        return "…"
+    if isinstance(value, dict):
+        fields = list(cast(Mapping[str, Any], value).items())
+        kept: dict[str, Any] = {
+            str(k): bounded(v, depth=depth - 1, items=items, chars=chars) for k, v in fields[:items]
+        }
+        if len(fields) > items:
+            kept["…"] = f"{len(fields) - items} more"
+        return kept
+    if isinstance(value, list):
+        entries = cast(list[Any], value)
+        cut = [bounded(v, depth=depth - 1, items=items, chars=chars) for v in entries[:items]]
+        if len(entries) > items:
+            cut.append(f"… {len(entries) - items} more")
+        return cut
+    return value
+
+
+def _cut(text: str, chars: int = 2000) -> str:
+    return text if len(text) <= chars else f"{text[:chars]}… ({len(text) - chars} more characters)"
+
+
+def _untagged(value: Any) -> Any:
+    """A codec-tagged value (`{"t": "json", "v": ...}`) as its plain JSON."""
+    fields = _dict(value)
+    if set(fields) == {"t", "v"}:
+        return fields["v"]
+    return value
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return cast(list[Any], value) if isinstance(value, list) else []
+
+
+def _problem(status: int, detail: str) -> JSONResponse:
+    return JSONResponse({"detail": detail}, status_code=status)
