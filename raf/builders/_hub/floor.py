@@ -1,7 +1,7 @@
 """`Floor`: the one message a hub's coordinator and its members pass to one another.
 
-It carries the shared conversation, where the run's input ends in it, the members given the
-floor this run (the addressee last), and where the last member's messages start. Checkpoints
+It carries the shared conversation, where the run's input ends in it, the members that spoke
+this run (in order), and where the last one's messages start. Checkpoints
 written before the hub held each pattern's own shape (a handoff's `(start, conversation,
 trail)`, a group chat's `(start, transcript, rounds, speaker, said)`, a Magentic member's
 message list or `AgentResponse`); `legacy_floor` reads them as floors, so such a checkpoint
@@ -10,9 +10,9 @@ resumes.
 Example:
     >>> from raf.messages import ChatMessage
     >>> floor = Floor(conversation=[ChatMessage.user("hi")], start=1)
-    >>> after = floor.after([ChatMessage.assistant("hello", author="a")])
+    >>> after = floor.after("a", [ChatMessage.assistant("hello", author="a")])
     >>> [m.text for m in after.added], [m.text for m in after.said_last], after.trail
-    (['hello'], ['hello'], [])
+    (['hello'], ['hello'], ['a'])
 """
 
 from __future__ import annotations
@@ -41,8 +41,7 @@ class Floor(BaseModel):
     start: int = 0
     """Where the run's input ends in `conversation` (the run's response follows it)."""
     trail: list[str] = Field(default_factory=new_list)
-    """The members given the floor this run, in order; the addressee (or the last speaker,
-    on the way back to the coordinator) last."""
+    """The members that spoke this run, in order (the last speaker last)."""
     said: int = -1
     """Where the last member's messages start in `conversation` (-1: no member spoke yet)."""
 
@@ -56,14 +55,11 @@ class Floor(BaseModel):
         """The last member's messages (none before a member spoke)."""
         return self.conversation[self.said :] if self.said >= 0 else []
 
-    def to(self, member: str) -> Floor:
-        """This floor, given to `member`."""
-        return floor(self.conversation, self.start, [*self.trail, member], self.said)
-
-    def after(self, messages: list[ChatMessage]) -> Floor:
-        """This floor after its addressee said `messages`."""
+    def after(self, member: str, messages: list[ChatMessage]) -> Floor:
+        """This floor after `member` said `messages`."""
         conversation = self.conversation
-        return floor([*conversation, *messages], self.start, self.trail, len(conversation))
+        trail = [*self.trail, member]
+        return floor([*conversation, *messages], self.start, trail, len(conversation))
 
 
 def floor(conversation: list[ChatMessage], start: int, trail: list[str], said: int = -1) -> Floor:
@@ -79,12 +75,12 @@ def floor(conversation: list[ChatMessage], start: int, trail: list[str], said: i
     return trusted(Floor, values, {"conversation", "start", "trail", "said"})
 
 
-def legacy_floor(message: Any, *, addressee: str | None) -> Floor | None:
+def legacy_floor(message: Any, *, to_member: bool) -> Floor | None:
     """The floor a message of a checkpoint written before the hub stands for, or None.
 
     Args:
         message: a pending or suspended message of such a checkpoint.
-        addressee: the member receiving it (None: the coordinator).
+        to_member: whether a member receives it (else the coordinator).
     """
     if isinstance(message, AgentResponse):
         # A Magentic member's answer: its messages are what it said.
@@ -93,15 +89,13 @@ def legacy_floor(message: Any, *, addressee: str | None) -> Floor | None:
         return None
     fields = cast("tuple[Any, ...]", message)
     if len(fields) == 3:
-        # A handoff turn: (start, conversation, trail), the addressee already last.
+        # A handoff turn: (start, conversation, trail), the trail ending in its addressee.
         start, conversation, trail = fields
-        return floor(list(conversation), start, list(trail))
+        return floor(list(conversation), start, list(trail[:-1] if to_member else trail))
     if len(fields) == 5:
         # A group-chat round: (start, transcript, rounds, speaker, said); earlier speakers
         # are not known, only how many spoke and who spoke last.
         start, transcript, rounds, speaker, said = fields
         trail = [*([""] * (rounds - 1)), speaker] if rounds else []
-        if addressee is not None:
-            trail.append(addressee)
         return floor(list(transcript), start, trail, said)
     return None

@@ -64,7 +64,7 @@ class Coordinator(Executor):
         if isinstance(message, tuple) or (
             self.reports_as_responses and isinstance(message, AgentResponse)
         ):
-            old = legacy_floor(message, addressee=None)
+            old = legacy_floor(message, to_member=False)
             if old is not None:
                 return await self.report(old, ctx)
         return await self.open(message, ctx)
@@ -74,12 +74,12 @@ class Coordinator(Executor):
         raise NotImplementedError
 
     async def report(self, floor: Floor, ctx: NodeContext) -> Any:
-        """Go on after the member last in `floor.trail` spoke (`floor.said_last`)."""
+        """Go on after the member last in `floor.trail` said `floor.said_last`."""
         raise NotImplementedError
 
     async def give(self, floor: Floor, member: str, ctx: NodeContext) -> str:
         """Give the floor to `member`; the node's output is its id."""
-        await ctx.send(floor.to(member), to=member)
+        await ctx.send(floor, to=member)
         return member
 
     async def finish(self, messages: list[ChatMessage], ctx: NodeContext) -> None:
@@ -126,15 +126,12 @@ class MemberStep(AgentExecutor):
         given = self._floor(message)
         seen = given.conversation
         trail = given.trail
-        if self._cue is not None and len(trail) > 1 and trail[-2] == self.id:
+        if self._cue is not None and trail and trail[-1] == self.id:
             seen = [*seen, self._cue]
         response = await ctx.invoke_agent(self._runs, seen)
-        after = given.after(response.messages)
+        after = given.after(self.id, response.messages)
         target = self.route(after, response)
-        if target is None:
-            await ctx.send(after, to=self._coordinator)
-        else:
-            await ctx.send(after.to(target), to=target)
+        await ctx.send(after, to=self._coordinator if target is None else target)
         return response
 
     def route(self, floor: Floor, response: AgentResponse) -> str | None:
@@ -144,11 +141,11 @@ class MemberStep(AgentExecutor):
     def _floor(self, message: Any) -> Floor:
         if type(message) is Floor:
             return message
-        old = legacy_floor(message, addressee=self.id)
+        old = legacy_floor(message, to_member=True)
         if old is not None:
             return old
         # A Magentic member's input before the hub: the conversation it was briefed with.
-        return floor(conversation_of(message, self.id), 0, [self.id])
+        return floor(conversation_of(message, self.id), 0, [])
 
 
 def compile_hub(

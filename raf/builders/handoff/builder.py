@@ -322,13 +322,11 @@ class HandoffStep(MemberStep):
             HandoffLimitExceeded: when this handoff is one more than the turn allows.
         """
         target = self._handoff(response.messages)
-        if target is None:
-            return None
-        trail = [*floor.trail, target]
-        if len(trail) - 1 > self._max_handoffs:
+        if target is not None and len(floor.trail) > self._max_handoffs:
+            trail = " -> ".join([*floor.trail, target])
             raise HandoffLimitExceeded(
                 f"handoff workflow {self._workflow_id!r} went past its limit of "
-                f"{self._max_handoffs} handoffs in one turn ({' -> '.join(trail)}); raise "
+                f"{self._max_handoffs} handoffs in one turn ({trail}); raise "
                 "with_max_handoffs(), or tell the agents when to answer instead of handing off"
             )
         return target
