@@ -67,7 +67,7 @@ def server_model(messages: list[ChatMessage]) -> Turn:
     system = messages[0].text
     if system.startswith("You coordinate"):
         spoken = [m for m in messages if "] line " in m.text]
-        if messages[-1].text.startswith("'nobody'"):
+        if "'nobody' is not a participant" in messages[-1].text:
             return text('{"reason": "sorry", "speaker": "poet"}')
         if not spoken:
             return text('{"reason": "first", "speaker": "nobody"}')

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple, Self, cast
 
 from raf.agent import AgentMetadata, IAgent, check_agent_id
+from raf.builders._hub import Coordinator, Floor, MemberStep, compile_hub, floor
 from raf.builders._participants import check_agent, check_participants, free_id
 from raf.builders.group_chat.selectors import (
     EndChat,
@@ -39,13 +40,11 @@ from raf.builders.group_chat.selectors import (
     round_robin,
 )
 from raf.builders.group_chat.termination import ChatProgress, TerminationCondition
-from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
-from raf.engine.executors import AgentExecutor, Executor, conversation_of
+from raf.engine.executors import conversation_of
 from raf.engine.workflow import Workflow
 from raf.messages import ChatMessage
 from raf.providers.seat import attributed
-from raf.updates import AgentResponse
 
 __all__ = ["GroupChatBuilder"]
 
@@ -158,30 +157,13 @@ class GroupChatBuilder:
             ChatRules(self._termination, self._max_rounds, self._repeats, self._candidates),
             workflow_id=self._id,
         )
-        builder = WorkflowBuilder(self._id).add_executor(hub)
-        members = [ChatMember(agent, hub.id, self._id) for agent in agents]
-        for member in members:
-            builder.add_executor(member)
-        for member in members:
-            builder.add_edge(hub, member).add_edge(member, hub)
+        members = [
+            MemberStep(agent, coordinator=hub.id, cue=_cue(agent.id, self._id)) for agent in agents
+        ]
         # The first selection, then a speaker and a selection (or the end) per round.
-        builder.set_max_supersteps(2 * self._max_rounds + 1)
-        return builder.set_start(hub).build(check_structure=False).with_kind("group_chat")
-
-
-class Round(NamedTuple):
-    """What travels between the selector and the speakers during one run."""
-
-    start: int
-    """Where this run's input ends in `transcript` (the run's response follows it)."""
-    transcript: list[ChatMessage]
-    """The conversation so far."""
-    rounds: int
-    """Speakers that spoke in this run."""
-    speaker: str
-    """The last speaker of this run ("" before the first)."""
-    said: int = -1
-    """Where the last speaker's messages start in `transcript` (-1: its last message)."""
+        return compile_hub(
+            self._id, hub, members, kind="group_chat", max_supersteps=2 * self._max_rounds + 1
+        )
 
 
 class ChatRules(NamedTuple):
@@ -194,7 +176,7 @@ class ChatRules(NamedTuple):
     candidates: CandidateFn | None
 
 
-class ChatSelector(Executor):
+class ChatSelector(Coordinator):
     """The chat's hub: ends the chat when it should, else picks the next speaker.
 
     Its output is the id of the speaker it picked (None when the chat ends). Its session
@@ -221,20 +203,23 @@ class ChatSelector(Executor):
         self._rules = rules
         self._workflow_id = workflow_id
 
-    async def handle(self, message: Any, ctx: NodeContext) -> str | None:
-        """Start a run's chat, or continue it after a speaker."""
-        if isinstance(message, tuple):
-            chat = Round(*cast("tuple[Any, ...]", message))
-            new = chat.transcript[chat.said :] if chat.said >= 0 else chat.transcript[-1:]
-        else:
-            _begin_run(ctx.state)
-            transcript = conversation_of(message, self.id)
-            chat = Round(len(transcript), transcript, 0, "")
-            new = self._input(transcript)
+    async def open(self, message: Any, ctx: NodeContext) -> str | None:
+        """Start a run's chat: end it at once if its input says so, else pick a speaker."""
+        _begin_run(ctx.state)
+        transcript = conversation_of(message, self.id)
+        return await self._next(
+            floor(transcript, len(transcript), []), self._input(transcript), ctx
+        )
+
+    async def report(self, floor: Floor, ctx: NodeContext) -> str | None:
+        """Continue after a speaker: end the chat if it should, else pick the next one."""
+        return await self._next(floor, floor.said_last, ctx)
+
+    async def _next(self, chat: Floor, new: list[ChatMessage], ctx: NodeContext) -> str | None:
         if self._ends(chat, new):
             return await self._finish(chat, ctx)
         candidates = self._candidates(chat)
-        choice: Any = await self._selector.choose(chat.transcript, candidates, ctx)
+        choice: Any = await self._selector.choose(chat.conversation, candidates, ctx)
         if isinstance(choice, EndChat):
             return await self._finish(chat, ctx, choice.message)
         if not isinstance(choice, str) or choice not in {c.id for c in candidates}:
@@ -243,8 +228,7 @@ class ChatSelector(Executor):
                 f"not a participant it may choose now; choose one of "
                 f"{[c.id for c in candidates]}, or return EndChat(...) to end the chat"
             )
-        await ctx.send(chat, to=choice)
-        return choice
+        return await self.give(chat, choice, ctx)
 
     def _input(self, transcript: list[ChatMessage]) -> list[ChatMessage]:
         """The run's input: the messages at the end that no member of this chat wrote."""
@@ -253,11 +237,11 @@ class ChatSelector(Executor):
             start -= 1
         return transcript[start:]
 
-    def _candidates(self, chat: Round) -> list[AgentMetadata]:
+    def _candidates(self, chat: Floor) -> list[AgentMetadata]:
         rules = self._rules
         allowed = self._participants
         if rules.candidates is not None:
-            named: Any = rules.candidates(chat.transcript, list(allowed))
+            named: Any = rules.candidates(chat.conversation, list(allowed))
             listed = isinstance(named, list | tuple | set | frozenset)
             ids: set[Any] = set(cast("Sequence[Any]", named)) if listed else set()
             allowed = [p for p in allowed if p.id in ids]
@@ -267,27 +251,27 @@ class ChatSelector(Executor):
                     f"{named!r}, which names no participant; return a list of ids among "
                     f"{sorted(self._ids)}"
                 )
-        if not rules.repeats and len(allowed) > 1:
-            allowed = [p for p in allowed if p.id != chat.speaker] or allowed
+        if not rules.repeats and len(allowed) > 1 and chat.trail:
+            allowed = [p for p in allowed if p.id != chat.trail[-1]] or allowed
         return list(allowed)
 
-    def _ends(self, chat: Round, new: list[ChatMessage]) -> bool:
+    def _ends(self, chat: Floor, new: list[ChatMessage]) -> bool:
         rules = self._rules
-        if chat.rounds >= rules.max_rounds:
+        rounds = len(chat.trail)
+        if rounds >= rules.max_rounds:
             return True
         if rules.termination is None:
             return False
-        progress = ChatProgress(
-            chat.transcript, rounds=chat.rounds, speaker=chat.speaker or None, new=new
-        )
+        speaker = chat.trail[-1] if chat.trail else None
+        progress = ChatProgress(chat.conversation, rounds=rounds, speaker=speaker or None, new=new)
         return rules.termination.is_met(progress)
 
-    async def _finish(self, chat: Round, ctx: NodeContext, final: str = "") -> None:
-        added = chat.transcript[chat.start :]
+    async def _finish(self, chat: Floor, ctx: NodeContext, final: str = "") -> None:
+        added = chat.added
         if final:
             added.append(ChatMessage.assistant(final, author=self.id))
         ctx.state.pop(BEFORE_RUN, None)
-        await ctx.yield_output(added)
+        await self.finish(added, ctx)
 
 
 def _begin_run(state: dict[str, Any]) -> None:
@@ -299,25 +283,8 @@ def _begin_run(state: dict[str, Any]) -> None:
     state[BEFORE_RUN] = copy.deepcopy(state)
 
 
-class ChatMember(AgentExecutor):
-    """One participant: speaks on the whole transcript, then hands back to the selector."""
-
-    def __init__(self, agent: IAgent, selector: str, chat_id: str) -> None:
-        super().__init__(agent, output_response=False)
-        self._selector = selector
-        # The chat's cue when this member speaks again, so its request ends in a user turn.
-        self._cue = ChatMessage.user(
-            attributed(chat_id, f"{agent.id}, it is your turn again."), author=chat_id
-        )
-
-    async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse:
-        """Run the agent on the transcript and send the longer transcript back."""
-        chat = Round(*cast("tuple[Any, ...]", message))
-        seen = [*chat.transcript, self._cue] if chat.speaker == self.id else chat.transcript
-        response = await ctx.invoke_agent(self.as_agent(), seen)
-        transcript = [*chat.transcript, *response.messages]
-        said = len(chat.transcript)
-        await ctx.send(
-            Round(chat.start, transcript, chat.rounds + 1, self.id, said), to=self._selector
-        )
-        return response
+def _cue(member: str, chat_id: str) -> ChatMessage:
+    """The chat's cue when `member` speaks again, so its request ends in a user turn."""
+    return ChatMessage.user(
+        attributed(chat_id, f"{member}, it is your turn again."), author=chat_id
+    )

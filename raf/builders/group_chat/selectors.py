@@ -17,22 +17,21 @@ Example:
 from __future__ import annotations
 
 import inspect
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
+from raf.adapters.meter import CallMeter
+from raf.adapters.structured import ask_json
 from raf.agent import AgentMetadata, BaseAgent
 from raf.errors import SchemaValidationError
 from raf.messages import ChatMessage
-from raf.providers._checks import check_event
-from raf.providers.base import Completion, LlmProvider, TextChunk, UsageReport
-from raf.providers.seat import seen_by
+from raf.providers.base import LlmProvider, ProviderEvent, TextChunk
 from raf.run import RunContext
-from raf.updates import AgentResponse, ReasoningDelta, Usage
+from raf.updates import AgentResponse, ReasoningDelta
 
 if TYPE_CHECKING:
     from raf.engine.context import NodeContext
@@ -284,85 +283,45 @@ class _ChoiceAgent(BaseAgent):
 
     async def invoke(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
         """Ask until the model names a participant, or the attempts run out."""
+        meter = CallMeter(ctx)
+
+        async def on_event(event: ProviderEvent) -> None:
+            # The choice's JSON is the selector's reasoning, streamed as it comes.
+            if isinstance(event, TextChunk):
+                await ctx.emit(ReasoningDelta(text=event.text, path=meter.path))
+            else:
+                await meter.on_event(event)
+
         # From the selector's seat: the members' messages are attributed user messages.
-        request = [*seen_by(self.id, messages, system=(self._system,)), self._ask]
-        usage = Usage()
-        problem = ""
-        for _ in range(self._attempts):
-            ctx.charge_round()
-            text, used = await self._call(request, ctx)
-            ctx.charge_tokens(used.total_tokens)
-            usage = usage + used
-            choice, problem = self._parse(text)
-            if choice is not None:
-                return AgentResponse(messages=[], usage=usage, value=choice)
-            request = [
-                *request,
-                ChatMessage.assistant(text, author=self.id),
-                ChatMessage.user(f"{problem} Answer again with JSON naming one participant."),
-            ]
-        raise SchemaValidationError(
-            f"the speaker selector (model {self._provider.model!r}) named no participant in "
-            f"{self._attempts} attempts; last problem: {problem} Use a model that follows "
-            "JSON schemas, raise max_attempts, or describe the participants better",
-            path=ctx.path,
+        answer = await ask_json(
+            self._provider,
+            [self._system, *messages, self._ask],
+            SpeakerChoice,
+            format=self._format,
+            attempts=self._attempts,
+            check=self._problem,
+            before_call=meter.charge,
+            on_event=on_event,
+            seat=self.id,
+            again="Answer again with JSON naming one participant.",
         )
-
-    async def _call(self, request: list[ChatMessage], ctx: RunContext) -> tuple[str, Usage]:
-        path = ctx.path
-        text = ""
-        reported: Usage | None = None
-        async with self._provider.stream(request, response_format=self._format) as events:
-            async for event in events:
-                check_event(event, self._provider.model, path)
-                if isinstance(event, TextChunk):
-                    await ctx.emit(ReasoningDelta(text=event.text, path=path))
-                elif isinstance(event, UsageReport):
-                    item = Usage(
-                        input_tokens=event.input_tokens,
-                        output_tokens=event.output_tokens,
-                        path=path,
-                    )
-                    reported = item if reported is None else reported + item
-                    await ctx.emit(item)
-                elif isinstance(event, Completion):
-                    text = event.text
-                    if reported is None:
-                        reported = Usage(
-                            input_tokens=event.input_tokens,
-                            output_tokens=event.output_tokens,
-                            path=path,
-                        )
-                        if reported.total_tokens:
-                            await ctx.emit(reported)
-        return text, reported or Usage(path=path)
-
-    def _parse(self, text: str) -> tuple[SpeakerChoice | None, str]:
-        """The choice, or None and what is wrong with the answer."""
-        choice = _read_choice(text)
-        if choice is None:
-            return None, f"Your answer {text[:200]!r} is not the JSON object asked for."
-        if choice.finish:
-            return choice, ""
-        if choice.speaker not in self._ids:
-            return None, (
-                f"{choice.speaker!r} is not a participant; the participants are "
-                f"{', '.join(self._ids)}."
+        if answer.value is None:
+            raise SchemaValidationError(
+                f"the speaker selector (model {self._provider.model!r}) named no participant "
+                f"in {self._attempts} attempts; last problem: {answer.problems[-1]}. Use a "
+                "model that follows JSON schemas, raise max_attempts, or describe the "
+                "participants better",
+                path=ctx.path,
             )
-        return choice, ""
+        return AgentResponse(messages=[], usage=meter.usage(), value=answer.value)
 
-
-def _read_choice(text: str) -> SpeakerChoice | None:
-    """The first JSON object in `text` that is a `SpeakerChoice` (bare, fenced or in prose)."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            data, _ = decoder.raw_decode(text, start)
-            return SpeakerChoice.model_validate(data)
-        except (ValueError, ValidationError):
-            start = text.find("{", start + 1)
-    return None
+    def _problem(self, choice: SpeakerChoice) -> str | None:
+        """What is wrong with the choice, or None."""
+        if choice.finish or choice.speaker in self._ids:
+            return None
+        return (
+            f"{choice.speaker!r} is not a participant; the participants are {', '.join(self._ids)}"
+        )
 
 
 def _response_format(ids: Sequence[str], *, allow_finish: bool) -> dict[str, Any]:

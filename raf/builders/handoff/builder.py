@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal, NamedTuple, Self, cast
+from typing import Any, ClassVar, Literal, Self, cast
 
 from raf.agent import IAgent, check_agent_id
+from raf.builders._hub import Coordinator, Floor, MemberStep, compile_hub, floor
 from raf.builders._participants import check_agent, check_participants, free_id
-from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
-from raf.engine.executors import AgentExecutor, Executor, conversation_of
+from raf.engine.executors import conversation_of
 from raf.engine.workflow import Workflow
 from raf.errors import GraphValidationError, HandoffLimitExceeded
 from raf.messages import ChatMessage
@@ -163,17 +163,10 @@ class HandoffBuilder:
             )
             for agent in agents
         ]
-        builder = WorkflowBuilder(self._id).add_executor(router)
-        for step in steps:
-            builder.add_executor(step)
-        for step in steps:
-            builder.add_edge(router, step)
-            for target in step.targets:
-                builder.add_edge(step, target)
-            builder.add_edge(step, router)
         # The router, the first agent, one superstep per handoff, the router again.
-        builder.set_max_supersteps(self._max_handoffs + 3)
-        return builder.set_start(router).build(check_structure=False).with_kind("handoff")
+        return compile_hub(
+            self._id, router, steps, kind="handoff", max_supersteps=self._max_handoffs + 3
+        )
 
     def _warn_unreachable(self, routes: dict[str, list[str]], triage: str) -> None:
         reached = {triage}
@@ -263,18 +256,7 @@ class HandoffBuilder:
         return tuple(exits)
 
 
-class Turn(NamedTuple):
-    """What travels between the nodes during one turn."""
-
-    start: int
-    """Where this turn's input ends in `conversation` (the turn's response follows it)."""
-    conversation: list[ChatMessage]
-    """The shared conversation so far."""
-    trail: list[str]
-    """The agents that held control this turn, in order (the active one last)."""
-
-
-class Router(Executor):
+class Router(Coordinator):
     """Starts each turn at the active agent, and records where it ended.
 
     Its session state is `{"active": <agent id>}`: the agent that ended the last turn.
@@ -297,21 +279,20 @@ class Router(Executor):
         self._resumable = ids if resume_at == "last" else settled
         self._resume_at: ResumeAt = resume_at
 
-    async def handle(self, message: Any, ctx: NodeContext) -> str | None:
-        """Route a new turn (the output is the agent it starts at), or end one."""
-        if isinstance(message, tuple):
-            turn = Turn._make(cast("tuple[Any, ...]", message))
-            ctx.state["active"] = turn.trail[-1]
-            await ctx.yield_output(turn.conversation[turn.start :])
-            return None
+    async def open(self, message: Any, ctx: NodeContext) -> str:
+        """Route a new turn: the output is the agent it starts at."""
         conversation = conversation_of(message, self.id)
         active: Any = ctx.state.get("active") if self._resume_at != "triage" else None
         first = active if active in self._resumable else self._triage
-        await ctx.send(Turn(len(conversation), conversation, [first]), to=first)
-        return cast(str, first)
+        return await self.give(floor(conversation, len(conversation), []), first, ctx)
+
+    async def report(self, floor: Floor, ctx: NodeContext) -> None:
+        """End the turn at the agent that answered without handing off."""
+        ctx.state["active"] = floor.trail[-1]
+        await self.finish(floor.added, ctx)
 
 
-class HandoffStep(AgentExecutor):
+class HandoffStep(MemberStep):
     """One participant: runs its agent, then hands off or ends the turn."""
 
     def __init__(
@@ -324,9 +305,7 @@ class HandoffStep(AgentExecutor):
         workflow_id: str,
         max_handoffs: int,
     ) -> None:
-        super().__init__(agent, output_response=False)
-        self._runs = runs
-        self._router = router
+        super().__init__(agent, coordinator=router, runs=runs)
         self._exits = {TOOL_PREFIX + target: target for target in targets}
         self._workflow_id = workflow_id
         self._max_handoffs = max_handoffs
@@ -336,24 +315,21 @@ class HandoffStep(AgentExecutor):
         """The agents this one may hand off to."""
         return list(self._exits.values())
 
-    async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse:
-        """Run the agent on the conversation; follow its handoff, if it made one."""
-        turn = Turn._make(cast("tuple[Any, ...]", message))
-        response = await ctx.invoke_agent(self._runs, turn.conversation)
-        conversation = [*turn.conversation, *response.messages]
+    def route(self, floor: Floor, response: AgentResponse) -> str | None:
+        """The agent the answer handed off to (None: the answer ends the turn).
+
+        Raises:
+            HandoffLimitExceeded: when this handoff is one more than the turn allows.
+        """
         target = self._handoff(response.messages)
-        if target is None:
-            await ctx.send(Turn(turn.start, conversation, turn.trail), to=self._router)
-            return response
-        trail = [*turn.trail, target]
-        if len(trail) - 1 > self._max_handoffs:
+        if target is not None and len(floor.trail) > self._max_handoffs:
+            trail = " -> ".join([*floor.trail, target])
             raise HandoffLimitExceeded(
                 f"handoff workflow {self._workflow_id!r} went past its limit of "
-                f"{self._max_handoffs} handoffs in one turn ({' -> '.join(trail)}); raise "
+                f"{self._max_handoffs} handoffs in one turn ({trail}); raise "
                 "with_max_handoffs(), or tell the agents when to answer instead of handing off"
             )
-        await ctx.send(Turn(turn.start, conversation, trail), to=target)
-        return response
+        return target
 
     def _handoff(self, messages: list[ChatMessage]) -> str | None:
         """The target of the handoff call that took effect (its result is not an error)."""

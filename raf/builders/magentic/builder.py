@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from raf._defaults import new_list
 from raf.agent import IAgent, check_agent_id
+from raf.builders._hub import Coordinator, Floor, MemberStep, compile_hub, floor
 from raf.builders._participants import check_agent, check_participants, free_id
 from raf.builders.magentic.ledger import ProgressLedger, Stall, TaskLedger
 from raf.builders.magentic.manager import (
@@ -55,13 +56,12 @@ from raf.builders.magentic.manager import (
     team_briefing,
 )
 from raf.builders.magentic.review import REVIEWS, review_payload, revision_in
-from raf.engine.builder import WorkflowBuilder
 from raf.engine.context import NodeContext
-from raf.engine.executors import AgentExecutor, Executor, conversation_of
+from raf.engine.executors import conversation_of
 from raf.engine.workflow import Workflow
 from raf.messages import ChatMessage, TextContent
 from raf.providers.base import LlmProvider
-from raf.updates import AgentResponse, ReasoningDelta
+from raf.updates import ReasoningDelta
 
 __all__ = ["MagenticBuilder"]
 
@@ -147,15 +147,15 @@ class MagenticBuilder:
             self._limits,
             review=self._review,
         )
-        builder = WorkflowBuilder(self._id).add_executor(orchestrator)
-        for agent in agents:
-            member = Member(agent, orchestrator.id)
-            builder.add_executor(member)
-            builder.add_edge(orchestrator, member)
-            builder.add_edge(member, orchestrator)
+        members = [MemberStep(agent, coordinator=orchestrator.id) for agent in agents]
         # Each round is two supersteps (the orchestrator, then a participant).
-        builder.set_max_supersteps(2 * self._limits.max_rounds + 2)
-        return builder.set_start(orchestrator).build(check_structure=False).with_kind("magentic")
+        return compile_hub(
+            self._id,
+            orchestrator,
+            members,
+            kind="magentic",
+            max_supersteps=2 * self._limits.max_rounds + 2,
+        )
 
 
 class _Limits(BaseModel):
@@ -203,25 +203,11 @@ class _State(BaseModel):
     """Set while a turn runs; still set when a new one starts means the last one failed."""
 
 
-class Member(AgentExecutor):
-    """A participant: does what it is asked and reports back to the orchestrator."""
-
-    def __init__(self, agent: IAgent, orchestrator: str) -> None:
-        super().__init__(agent, output_response=False)
-        self._orchestrator = orchestrator
-
-    async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse:
-        """Run the agent on the team's work and its instruction."""
-        response = await ctx.invoke_agent(self.as_agent(), conversation_of(message, self.id))
-        # Only the messages travel back: a participant's value is its own business.
-        await ctx.send(AgentResponse(messages=response.messages), to=self._orchestrator)
-        return response
-
-
-class Orchestrator(Executor):
+class Orchestrator(Coordinator):
     """Keeps the ledgers, picks each round's speaker, re-plans when stalled, and answers."""
 
     kind = "magentic"
+    reports_as_responses = True
 
     def __init__(
         self,
@@ -248,21 +234,31 @@ class Orchestrator(Executor):
             provider, "progress", id=manager, author=workflow_id, speakers=list(self._agents)
         )
 
-    async def handle(self, message: Any, ctx: NodeContext) -> Any:
-        """Take the run's input or a participant's answer, and go on until someone must act."""
+    async def open(self, message: Any, ctx: NodeContext) -> Any:
+        """Take the run's input, and go on until someone must act."""
         state = _load(ctx)
-        mark = _digest(message)
-        if state.review is not None and state.review.mark == mark:
-            # This handling asked a human about the ledger, and re-runs with the answer.
-            await self._settle_review(ctx, state)
-        elif isinstance(message, AgentResponse):
-            state.transcript.append(
-                _answer_of(cast("AgentResponse[Any]", message), state.speaker or "?")
-            )
-            _save(ctx, state)
-        else:
+        mark = _digest(conversation_of(message, self.id) if isinstance(message, list) else message)
+        if not await self._resumed_review(ctx, state, mark):
             await self._start_turn(ctx, state, conversation_of(message, self.id), mark)
         return await self._advance(ctx, state, mark)
+
+    async def report(self, floor: Floor, ctx: NodeContext) -> Any:
+        """Take a participant's answer, and go on until someone must act."""
+        state = _load(ctx)
+        said = floor.said_last
+        mark = _digest(said)
+        if not await self._resumed_review(ctx, state, mark):
+            state.transcript.append(_answer_of(said, state.speaker or "?"))
+            _save(ctx, state)
+        return await self._advance(ctx, state, mark)
+
+    async def _resumed_review(self, ctx: NodeContext, state: _State, mark: str) -> bool:
+        """True when this handling asked a human about the ledger, and re-runs with the
+        answer (which it then settles)."""
+        if state.review is None or state.review.mark != mark:
+            return False
+        await self._settle_review(ctx, state)
+        return True
 
     async def _start_turn(
         self, ctx: NodeContext, state: _State, request: list[ChatMessage], mark: str
@@ -328,7 +324,8 @@ class Orchestrator(Executor):
         _save(ctx, state)
         assert state.ledger is not None
         plan = team_briefing(self._briefing(state, ()), state.ledger, self._workflow_id)
-        await ctx.send([*state.request, plan, *state.transcript[state.since :]], to=speaker)
+        briefed = [*state.request, plan, *state.transcript[state.since :]]
+        await self.give(floor(briefed, 0, []), speaker, ctx)
 
     async def _replan(self, ctx: NodeContext, state: _State, mark: str) -> None:
         """Reset the participants for this session and let the manager make a new plan."""
@@ -403,7 +400,7 @@ class Orchestrator(Executor):
         state.speaker = None
         state.turn = None
         _save(ctx, state)
-        await ctx.yield_output(response.messages)
+        await self.finish(response.messages, ctx)
         return response.messages
 
     def _briefing(self, state: _State, transcript: Sequence[ChatMessage]) -> Briefing:
@@ -419,19 +416,18 @@ def _save(ctx: NodeContext, state: _State) -> None:
     ctx.state[_STATE] = state.model_dump(mode="json")
 
 
-def _answer_of(response: AgentResponse, speaker: str) -> ChatMessage:
+def _answer_of(said: list[ChatMessage], speaker: str) -> ChatMessage:
     """The participant's last message with text (the team sees answers, not tool traffic)."""
-    for message in reversed(response.messages):
+    for message in reversed(said):
         if message.text:
             return message
     return ChatMessage.assistant("(no answer)", author=speaker)
 
 
 def _digest(message: Any) -> str:
-    if isinstance(message, AgentResponse):
-        data: Any = [m.model_dump(mode="json") for m in message.messages]
-    elif isinstance(message, list):
-        data = [m.model_dump(mode="json") for m in conversation_of(message, ORCHESTRATOR)]
+    """A handling's mark: what it was handed (a participant's messages, the run's input)."""
+    if isinstance(message, list):
+        data: Any = [m.model_dump(mode="json") for m in cast("list[ChatMessage]", message)]
     else:
         data = str(message)
     text = json.dumps(data, sort_keys=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from raf.adapters.meter import CallMeter
+from raf.adapters.structured import ask_json, completion_text
 from raf.agent import BaseAgent
-from raf.builders._model_json import ask_json, ask_text
 from raf.builders.magentic.ledger import (
     ProgressLedger,
     Reading,
@@ -207,9 +207,8 @@ class ManagerCall(BaseAgent):
             ledger = await self._progress(messages, meter)
             return AgentResponse(usage=meter.usage(), value=ledger)
         meter.text = self._what == "final"
-        text = await ask_text(
-            self._provider, messages, before_call=meter.charge, on_event=meter.on_event
-        )
+        meter.charge()
+        text = await completion_text(self._provider, messages, None, on_event=meter.on_event)
         if self._what != "final":
             return AgentResponse(usage=meter.usage(), value=text.strip())
         message = ChatMessage.assistant(text, author=self._author)
