@@ -24,10 +24,10 @@ from typing import NamedTuple, Self
 
 import anyio.lowlevel
 
+from raf.errors import AppendConflict
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
 from raf.stores._session_locks import SessionLockingStore, SessionLocks
-from raf.errors import AppendConflict
 from raf.stores.base import UNCHECKED, Checkpoint, EventChange, Follows, StoredEvent
 
 __all__ = ["MemoryCheckpointStore"]
@@ -163,9 +163,7 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
         start = max(after, 0)
         return [
             EventChange(position, logged.id, logged.kind, logged.key)
-            for position, logged in enumerate(
-                self._written[start : start + limit], start=start + 1
-            )
+            for position, logged in enumerate(self._written[start : start + limit], start=start + 1)
         ]
 
     async def put(self, content: bytes) -> str:

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
 
+from raf.errors import AppendConflict
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
 from raf.stores._parts import KnownParts
 from raf.stores._session_locks import SessionLockingStore, SessionLocks
-from raf.errors import AppendConflict
 from raf.stores.base import UNCHECKED, Checkpoint, EventChange, Follows, StoredEvent
 
 if TYPE_CHECKING:

@@ -30,13 +30,13 @@ from typing import Any, Self, TypeVar
 import anyio
 from anyio import to_thread
 
+from raf.errors import AppendConflict
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
 from raf.stores._file_locks import FileLocks
 from raf.stores._interruptible import Interrupted, close_in_thread, run_interruptible
 from raf.stores._parts import KnownParts
 from raf.stores._session_locks import Release, SessionLockingStore, SessionLocks
-from raf.errors import AppendConflict
 from raf.stores.base import UNCHECKED, Checkpoint, EventChange, Follows, StoredEvent
 
 __all__ = ["SqliteCheckpointStore"]
@@ -209,9 +209,7 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         def write(connection: sqlite3.Connection) -> None:
             connection.execute("BEGIN IMMEDIATE")
             if follows is not UNCHECKED:
-                last: tuple[str] | None = connection.execute(
-                    _LAST_OF_KEY, (event.key,)
-                ).fetchone()
+                last: tuple[str] | None = connection.execute(_LAST_OF_KEY, (event.key,)).fetchone()
                 found = None if last is None else last[0]
                 if found != follows:
                     raise AppendConflict(event.key, follows, found)  # rolled back by `_retrying`

@@ -363,8 +363,8 @@ async def test_a_run_stopped_right_after_opening_its_thread_reopens_no_second_on
     class DiesAfterOpening(MemoryCheckpointStore):
         died = False
 
-        async def append(self, event: Any, content: bytes | None = None) -> None:
-            await super().append(event, content)
+        async def append(self, event: Any, content: bytes | None = None, **how: Any) -> None:
+            await super().append(event, content, **how)
             if event.kind.endswith(".__start__") and not self.died:
                 self.died = True
                 raise RuntimeError("the process died here")

@@ -125,9 +125,7 @@ async def test_changes_list_what_was_appended_after_a_position_in_write_order(
     for event in written:
         await store.append(event, b"c")
     everything = await store.changes()
-    assert [(c.id, c.kind, c.key) for c in everything] == [
-        (e.id, e.kind, e.key) for e in written
-    ]
+    assert [(c.id, c.kind, c.key) for c in everything] == [(e.id, e.kind, e.key) for e in written]
     positions = [c.position for c in everything]
     assert positions == sorted(positions) and len(set(positions)) == 7
     assert await store.changes(positions[-1]) == []
