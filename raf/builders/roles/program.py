@@ -157,7 +157,10 @@ class RoleProgram:
                 found[event.key] = []
             elif event.key not in found:
                 continue  # a step without an opening: not a thread of this workflow
-            found[event.key].append(RoleEvent.model_construct(**dict(event)))
+            # Validated as a StoredEvent already: only its class changes.
+            found[event.key].append(
+                RoleEvent.model_construct(event.model_fields_set, **vars(event))
+            )
         return found
 
     async def decide(self, chain: list[RoleEvent], topic_id: str) -> Role | None:

@@ -149,16 +149,35 @@ class TickRunner:
         written: dict[str, RoleEvent] = {}
         limiter = anyio.CapacityLimiter(self._concurrency)
 
-        async def advance(topic: str) -> None:
+        async def advance(topic: str, chain: list[RoleEvent] | None, role: Role | None) -> None:
             async with limiter:
-                event = await self._advance(topic, None if chains is None else chains.get(topic))
+                event = await self._advance(topic, chain, role)
             if event is not None:
                 written[topic] = event
 
         async with anyio.create_task_group() as group:
             for topic in topics:
-                group.start_soon(advance, topic)
+                chain = None if chains is None else chains.get(topic, [])
+                role = None
+                if chain is not None:  # read already: ask the moderator here, and spawn
+                    role = await self._decide(topic, chain)  # only the steps to take
+                    if role is None:
+                        continue
+                group.start_soon(advance, topic, chain, role)
         return [written[topic] for topic in sorted(written)]
+
+    async def _decide(self, topic: str, chain: list[RoleEvent]) -> Role | None:
+        """The role to play next on a thread read in bulk; None at END or on a failure."""
+        if not chain:
+            return None
+        try:
+            role = await self._program.decide(chain, topic)
+        except Exception as exc:
+            self._failed(topic, None, chain[-1].id, exc)
+            return None
+        if role is None:
+            self._failures.pop(topic, None)
+        return role
 
     async def _bulk_chains(self, topics: list[str]) -> dict[str, list[RoleEvent]] | None:
         """Every topic's thread from one read of the whole log; None when a damaged row
@@ -170,32 +189,35 @@ class TickRunner:
         except CheckpointError:
             return None
 
-    async def _advance(self, topic: str, hint: list[RoleEvent] | None) -> RoleEvent | None:
-        """Take `topic`'s next step, recording a failure instead of raising one."""
+    async def _advance(
+        self, topic: str, chain: list[RoleEvent] | None, role: Role | None
+    ) -> RoleEvent | None:
+        """Take `topic`'s next step (`role` on `chain`, when the tick decided already),
+        recording a failure instead of raising one."""
         program = self._program
-        role: Role | None = None
         seen: str | None = None
         try:
-            if hint is None:
+            if chain is None:
                 snapshot = await program.read(self._log, topic)
-                hint, seen = snapshot.chain, snapshot.last_id
-            if not hint:
-                return None
-            seen = seen or hint[-1].id
-            role = await program.decide(hint, topic)
-            if role is None:
-                self._failures.pop(topic, None)
-                return None
+                chain, seen = snapshot.chain, snapshot.last_id
+                if not chain:
+                    return None
+                role = await program.decide(chain, topic)
+                if role is None:
+                    self._failures.pop(topic, None)
+                    return None
         except Exception as exc:
-            self._failed(topic, role, seen, exc)
+            self._failed(topic, None, seen, exc)
             return None
+        assert role is not None and chain
+        seen = seen or chain[-1].id
         try:
-            program.check_steps(hint, topic)
+            program.check_steps(chain, topic)
         except AgentError as exc:  # retrying cannot help: the thread is too long
             self._failed(topic, None, seen, exc, final=True)
             return None
         try:
-            return await self._step(topic, role, hint[-1].id)
+            return await self._step(topic, role, chain[-1].id)
         except Exception as exc:
             self._failed(topic, role, seen, exc)
             return None
