@@ -140,3 +140,17 @@ def thread_messages(thread: ThreadContext) -> list[ChatMessage]:
         )
         messages.append(ChatMessage.user("\n".join(lines)))
     return messages
+
+
+def role_output(value: Any, schema: type[M]) -> M | RoleResult:
+    """What a role factory's function gave, as a role's answer: a `RoleResult` or an instance
+    of `schema` as is, anything else (another model, JSON data) validated as `schema`.
+
+    Raises:
+        pydantic.ValidationError: when it does not validate as `schema`.
+    """
+    if isinstance(value, RoleResult | schema):
+        return value
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    return schema.model_validate(value)
