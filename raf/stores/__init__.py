@@ -15,8 +15,8 @@ from raf.errors import CheckpointVersionError as CheckpointVersionError
 from raf.stores._records import content_digest as content_digest
 from raf.stores.base import CHECKPOINT_FORMAT_VERSION as CHECKPOINT_FORMAT_VERSION
 from raf.stores.base import SUPPORTED_CHECKPOINT_VERSIONS as SUPPORTED_CHECKPOINT_VERSIONS
-from raf.stores.base import Checkpoint as Checkpoint
 from raf.stores.base import UNCHECKED as UNCHECKED
+from raf.stores.base import Checkpoint as Checkpoint
 from raf.stores.base import CheckpointStore as CheckpointStore
 from raf.stores.base import EventChange as EventChange
 from raf.stores.base import EventLog as EventLog

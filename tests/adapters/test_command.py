@@ -81,21 +81,31 @@ async def test_the_exit_code_and_stderr_go_to_parse_result(tmp_path: Path) -> No
 
 async def test_a_command_that_runs_too_long_is_killed_and_the_role_fails(tmp_path: Path) -> None:
     pids = tmp_path / "pid"
+    os.mkfifo(pids)  # the command writes its grandchild's pid into it
     role = create_command_role(
         [sys.executable, CLI, "--spawn", str(pids)],
         _prompt,
         _parse,
         workspace=tmp_path,
         prompt_via="argument",
-        timeout=1.0,
+        timeout=5.0,
     )("coder", Change)
-    with pytest.raises(ToolError, match="ran past its timeout of 1 s"):
-        await role(_thread("anything"))
-    _assert_gone(int(pids.read_text()))
+    found: list[int] = []
+
+    async def grandchild() -> None:
+        found.append(int(await anyio.to_thread.run_sync(pids.read_text)))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(grandchild)
+            with pytest.raises(ToolError, match="ran past its timeout of 5 s"):
+                await role(_thread("anything"))
+    _assert_gone(found[0])
 
 
 async def test_cancelling_the_role_kills_the_command_and_all_it_started(tmp_path: Path) -> None:
     pids = tmp_path / "pid"
+    os.mkfifo(pids)
     role = create_command_role(
         [sys.executable, CLI, "--spawn", str(pids)],
         _prompt,
@@ -106,10 +116,9 @@ async def test_cancelling_the_role_kills_the_command_and_all_it_started(tmp_path
     with anyio.fail_after(30):
         async with anyio.create_task_group() as group:
             group.start_soon(role, _thread("anything"))
-            while not pids.exists() or not pids.read_text():
-                await anyio.sleep(0.01)  # the grandchild is running
+            pid = int(await anyio.to_thread.run_sync(pids.read_text))  # the grandchild runs
             group.cancel_scope.cancel()
-    _assert_gone(int(pids.read_text()))
+    _assert_gone(pid)
 
 
 def _assert_gone(pid: int) -> None:
