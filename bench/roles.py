@@ -128,7 +128,7 @@ async def _bytes(path: Path, size: int) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run both figures; print them and write `bench/results/roles-LABEL.json`."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=50_000)
     parser.add_argument("--ticks", type=int, default=7)
     parser.add_argument("--output", type=int, default=1_000_000, help="bytes of role output")

@@ -113,12 +113,17 @@ async def test_cancelling_the_role_kills_the_command_and_all_it_started(tmp_path
         workspace=tmp_path,
         prompt_via="argument",
     )("coder", Change)
+    found: list[int] = []
+
+    async def play() -> None:
+        await role(_thread("anything"))
+
     with anyio.fail_after(30):
         async with anyio.create_task_group() as group:
-            group.start_soon(role, _thread("anything"))
-            pid = int(await anyio.to_thread.run_sync(pids.read_text))  # the grandchild runs
+            group.start_soon(play)
+            found.append(int(await anyio.to_thread.run_sync(pids.read_text)))  # it runs
             group.cancel_scope.cancel()
-    _assert_gone(pid)
+    _assert_gone(found[0])
 
 
 def _assert_gone(pid: int) -> None:

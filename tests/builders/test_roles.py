@@ -139,6 +139,20 @@ def test_build_mistakes_name_the_workflow_and_role() -> None:
         review_builder().build(override)
 
 
+def test_the_builder_takes_id_like_every_other_builder_and_checks_it() -> None:
+    binding, _ = counting_binding()
+    built = (
+        RoleWorkflowBuilder(id="team.review")
+        .add_role("writer", "write", Draft)
+        .with_moderator(lambda chain, topic: END)
+        .build(binding)
+    )
+    assert built.as_agent().id == "team.review"
+    for bad in ("", "a/b", "x#y", 7):
+        with pytest.raises(GraphValidationError, match=r"RoleWorkflowBuilder: .*agent id"):
+            RoleWorkflowBuilder(id=bad)  # type: ignore[arg-type]
+
+
 async def test_a_moderator_naming_an_unknown_role_fails_the_run_naming_it() -> None:
     binding, _ = counting_binding()
     workflow = (
