@@ -11,6 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raf.adapters import AdapterBinding, ThreadContext
 from raf.builders import END, RoleEvent, RoleWorkflowBuilder, TickRunner
@@ -277,3 +279,42 @@ async def test_a_tick_killed_mid_write_leaves_a_log_whose_next_tick_runs_each_st
     assert roles == (expected[1:] if written else expected)
     # The parent played each step that the killed child had not written, exactly once.
     assert adapter.calls == {"write": 1 if written else 2, "review": 2}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=5), min_size=1, max_size=6))
+def test_failing_topics_never_hold_back_the_healthy_ones(failures: list[int]) -> None:
+    """Topic i fails its first failures[i] plays: a topic that fails fewer times than the
+    limit finishes, one that fails more stops at the limit, and nothing is played twice."""
+
+    class Scripted:
+        def __init__(self) -> None:
+            self.plays: list[tuple[str, int]] = []
+
+        def __call__(self, prompt: str, schema: type[Any], /) -> Any:
+            async def role(thread: ThreadContext) -> Any:
+                topic = thread.thread_id
+                self.plays.append((topic, thread.depth))
+                if sum(1 for t, _ in self.plays if t == topic) <= failures[int(topic)]:
+                    raise RuntimeError(f"flaky {topic}")
+                return Draft(text=topic)
+
+            return role
+
+    async def main() -> None:
+        adapter = Scripted()
+        log = MemoryCheckpointStore()
+        runner = _writer_runner(adapter, log, steps=2, max_attempts=3)
+        for topic in range(len(failures)):
+            await runner.start(str(topic), "go")
+        for _ in range(12):
+            await runner.tick()
+        for topic, failed in enumerate(failures):
+            steps = [e for e in await log.events(key=str(topic)) if e.kind == "w.writer"]
+            if failed < 3:
+                assert len(steps) == 2 and str(topic) not in runner.failures
+            else:
+                assert steps == [] and runner.failures[str(topic)].final
+                assert runner.failures[str(topic)].attempts == 3
+
+    anyio.run(main)

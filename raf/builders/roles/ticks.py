@@ -198,10 +198,10 @@ class TickRunner:
         seen: str | None = None
         try:
             if chain is None:
-                snapshot = await program.read(self._log, topic)
-                chain, seen = snapshot.chain, snapshot.last_id
+                chain = (await program.read(self._log, topic)).chain
                 if not chain:
                     return None
+                seen = chain[-1].id
                 role = await program.decide(chain, topic)
                 if role is None:
                     self._failures.pop(topic, None)
@@ -210,7 +210,7 @@ class TickRunner:
             self._failed(topic, None, seen, exc)
             return None
         assert role is not None and chain
-        seen = seen or chain[-1].id
+        seen = chain[-1].id
         try:
             program.check_steps(chain, topic)
         except AgentError as exc:  # retrying cannot help: the thread is too long
