@@ -318,3 +318,28 @@ def test_failing_topics_never_hold_back_the_healthy_ones(failures: list[int]) ->
                 assert runner.failures[str(topic)].attempts == 3
 
     anyio.run(main)
+
+
+async def test_a_cancelled_tick_loses_none_of_the_changes_it_read() -> None:
+    started = anyio.Event()
+    calls: list[str] = []
+
+    def adapter(prompt: str, schema: type[Any], /) -> Any:
+        async def role(thread: ThreadContext) -> Any:
+            calls.append(thread.thread_id)
+            if len(calls) == 1:
+                started.set()
+                await anyio.sleep_forever()  # the first play hangs until the tick is cancelled
+            return Draft(text="done")
+
+        return role
+
+    log = MemoryCheckpointStore()
+    runner = _writer_runner(adapter, log, steps=1)
+    await runner.start("t", "go")
+    async with anyio.create_task_group() as group:
+        group.start_soon(runner.tick)
+        await started.wait()
+        group.cancel_scope.cancel()
+    assert [e.key for e in await runner.tick()] == ["t"]
+    assert calls == ["t", "t"]

@@ -101,7 +101,8 @@ class TickRunner:
         self._max_attempts = max_attempts
         self._concurrency = concurrency
         self._cursor = 0  # the log position read up to
-        self._pending: set[str] = set()  # topics to look at again (held elsewhere, retries)
+        self._pending: set[str] = set()  # topics the next tick looks at whatever changed
+        self._again: set[str] = set()  # topics this tick leaves to the next (held, retries)
         self._failures: dict[str, _Failure] = {}
 
     @property
@@ -143,8 +144,11 @@ class TickRunner:
                 break
         for topic in changed:  # a new event on the topic: its failure count starts over
             self._failures.pop(topic, None)
-        topics = [*changed, *(t for t in sorted(self._pending) if t not in changed)]
-        self._pending.clear()
+        earlier = sorted((self._pending | self._again) - changed.keys())
+        topics = [*changed, *earlier]
+        # Until this tick ends, each of its topics stays pending: a tick that is cancelled
+        # half-way loses none of the changes it read past.
+        self._pending, self._again = set(topics), set()
         chains = await self._bulk_chains(topics) if cold or len(topics) >= _BULK_READ else None
         written: dict[str, RoleEvent] = {}
         limiter = anyio.CapacityLimiter(self._concurrency)
@@ -164,6 +168,7 @@ class TickRunner:
                     if role is None:
                         continue
                 group.start_soon(advance, topic, chain, role)
+        self._pending, self._again = self._again, set()
         return [written[topic] for topic in sorted(written)]
 
     async def _decide(self, topic: str, chain: list[RoleEvent]) -> Role | None:
@@ -229,12 +234,12 @@ class TickRunner:
         if isinstance(log, SessionLocking):
             lock = await log.lock_session(topic, wait=False)
             if lock is None:
-                self._pending.add(topic)  # another runner (or run) has it: look again later
+                self._again.add(topic)  # another runner (or run) has it: look again later
                 return None
         try:
             snapshot = await program.read(log, topic)
             if not snapshot.chain or snapshot.chain[-1].id != decided_on:
-                self._pending.add(topic)  # it moved on since the tick read it: decide anew
+                self._again.add(topic)  # it moved on since the tick read it: decide anew
                 return None
             thread = await program.thread(log, snapshot.chain, topic)
             played = await program.play(role, thread)
@@ -283,5 +288,5 @@ class TickRunner:
         error.__cause__ = exc
         self._failures[topic] = _Failure(seen, error)
         if retried:
-            self._pending.add(topic)
+            self._again.add(topic)
         logger.warning("%s", error, exc_info=exc)
