@@ -157,10 +157,7 @@ class RoleProgram:
                 found[event.key] = []
             elif event.key not in found:
                 continue  # a step without an opening: not a thread of this workflow
-            # Validated as a StoredEvent already: only its class changes.
-            found[event.key].append(
-                RoleEvent.model_construct(event.model_fields_set, **vars(event))
-            )
+            found[event.key].append(RoleEvent.model_validate(event, from_attributes=True))
         return found
 
     async def decide(self, chain: list[RoleEvent], topic_id: str) -> Role | None:
