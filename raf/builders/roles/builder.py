@@ -1,11 +1,13 @@
 """`RoleWorkflowBuilder`: a moderated workflow of typed roles over an append-only event log.
 
 Each role is a prompt and an output schema, made into a `RoleFn` by an `AdapterBinding`
-(a ReAct loop, one structured call, or any agent; per-role overrides). A moderator
-`fn(chain, topic_id) -> role | END` looks at the thread's events and picks who acts next.
-Every step is an event `{workflow}.{role}` keyed by the topic (the session id), its output
-stored by sha256 in the log's content store; the thread opens with a `{workflow}.__start__`
-event holding the input. `build()` compiles it onto the graph engine (so it runs as an agent
+(a ReAct loop, one structured call, any agent, plain code or a command-line coding agent;
+per-role overrides). A moderator `fn(chain, topic_id) -> role | END` looks at the thread's
+events and picks who acts next. Every step is an event `{workflow}.{role}` keyed by the topic
+(the session id): its whole output stored once by sha256 in the log's content store, its
+small signals in the event's `meta`; the thread opens with a `{workflow}.__start__` event
+holding the input. Each append names the event it follows, so several writers on one log
+never write a step twice. `build()` compiles it onto the graph engine (so it runs as an agent
 of kind `roles`, nests, checkpoints and streams each role's items on its path);
 `build_tick_runner()` drives the same roles in ticks over a log.
 
