@@ -94,9 +94,14 @@ async def join_checkpoint(row: Sequence[Any], fetch: Fetch) -> Checkpoint:
             }
         )
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "the text"
-        raise _damaged(checkpoint_id, f"{where}: {problem['msg']}") from exc
+        raise _damaged(checkpoint_id, first_problem(exc, "the text")) from exc
+
+
+def first_problem(exc: ValidationError, whole: str) -> str:
+    """`where: what` of the first error of `exc` (`whole` when it is about the whole value)."""
+    problem = exc.errors()[0]
+    where = ".".join(str(part) for part in problem["loc"]) or whole
+    return f"{where}: {problem['msg']}"
 
 
 def _damaged(checkpoint_id: str, problem: str) -> CheckpointError:
@@ -142,9 +147,7 @@ def _parsed(checkpoint_id: str, data: str) -> Checkpoint:
     try:
         return Checkpoint.model_validate_json(data)
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "the text"
-        raise _damaged(checkpoint_id, f"{where}: {problem['msg']}") from exc
+        raise _damaged(checkpoint_id, first_problem(exc, "the text")) from exc
 
 
 def check_version(checkpoint_id: str, version: int) -> None:
@@ -253,9 +256,7 @@ def decode_event(
             code_rev=code_rev,
         )
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "the row"
-        raise damaged_event(event_id, f"{where}: {problem['msg']}") from exc
+        raise damaged_event(event_id, first_problem(exc, "the row")) from exc
 
 
 def damaged_event(event_id: str, problem: str) -> CheckpointError:

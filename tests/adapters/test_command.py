@@ -79,40 +79,39 @@ async def test_the_exit_code_and_stderr_go_to_parse_result(tmp_path: Path) -> No
     assert seen == [("", "cannot do 'dance'\n", 2)]
 
 
-async def test_a_command_that_runs_too_long_is_killed_and_the_role_fails(tmp_path: Path) -> None:
+def _spawning(tmp_path: Path, **options: Any) -> tuple[Any, Path]:
+    """A command role whose command starts a grandchild, writes its pid into a FIFO (the
+    path returned) and then runs for ever."""
     pids = tmp_path / "pid"
-    os.mkfifo(pids)  # the command writes its grandchild's pid into it
-    role = create_command_role(
+    os.mkfifo(pids)
+    adapter = create_command_role(
         [sys.executable, CLI, "--spawn", str(pids)],
         _prompt,
         _parse,
         workspace=tmp_path,
         prompt_via="argument",
-        timeout=5.0,
-    )("coder", Change)
+        **options,
+    )
+    return adapter("coder", Change), pids
+
+
+async def _pid(pids: Path, into: list[int]) -> None:
+    into.append(int(await anyio.to_thread.run_sync(pids.read_text)))
+
+
+async def test_a_command_that_runs_too_long_is_killed_and_the_role_fails(tmp_path: Path) -> None:
+    role, pids = _spawning(tmp_path, timeout=5.0)
     found: list[int] = []
-
-    async def grandchild() -> None:
-        found.append(int(await anyio.to_thread.run_sync(pids.read_text)))
-
     with anyio.fail_after(30):
         async with anyio.create_task_group() as group:
-            group.start_soon(grandchild)
+            group.start_soon(_pid, pids, found)
             with pytest.raises(ToolError, match="ran past its timeout of 5 s"):
                 await role(_thread("anything"))
     _assert_gone(found[0])
 
 
 async def test_cancelling_the_role_kills_the_command_and_all_it_started(tmp_path: Path) -> None:
-    pids = tmp_path / "pid"
-    os.mkfifo(pids)
-    role = create_command_role(
-        [sys.executable, CLI, "--spawn", str(pids)],
-        _prompt,
-        _parse,
-        workspace=tmp_path,
-        prompt_via="argument",
-    )("coder", Change)
+    role, pids = _spawning(tmp_path)
     found: list[int] = []
 
     async def play() -> None:
@@ -121,7 +120,7 @@ async def test_cancelling_the_role_kills_the_command_and_all_it_started(tmp_path
     with anyio.fail_after(30):
         async with anyio.create_task_group() as group:
             group.start_soon(play)
-            found.append(int(await anyio.to_thread.run_sync(pids.read_text)))  # it runs
+            await _pid(pids, found)  # the grandchild runs
             group.cancel_scope.cancel()
     _assert_gone(found[0])
 

@@ -30,7 +30,7 @@ from raf.updates import (
     Usage,
 )
 
-from .roles_support import Draft, Review, counting_binding, review_builder
+from .roles_support import REVIEW_KINDS, Draft, Review, counting_binding, review_builder
 
 pytestmark = pytest.mark.anyio
 
@@ -359,13 +359,7 @@ async def test_a_run_resumed_from_its_checkpoint_plays_no_step_twice(tmp_path: P
         resumed = await workflow.resume(latest, store, session=session)
         assert resumed.status == "completed"
         kinds = [e.kind for e in await store.events(key="s")]
-    assert kinds == [
-        "review.__start__",
-        "review.writer",
-        "review.reviewer",
-        "review.writer",
-        "review.reviewer",
-    ]
+    assert kinds == REVIEW_KINDS
     assert adapter.calls == {"write": 2, "review": 2}
 
 

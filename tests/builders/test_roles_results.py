@@ -17,7 +17,7 @@ from raf.session import Session
 from raf.stores import MemoryCheckpointStore, StoredEvent, content_digest, new_id
 from raf.stores.ids import MonotonicIds
 
-from .roles_support import counting_binding, review_builder
+from .roles_support import REVIEW_KINDS, counting_binding, review_builder
 
 pytestmark = pytest.mark.anyio
 
@@ -130,13 +130,7 @@ async def test_steps_sort_after_an_opening_another_process_wrote_with_its_clock_
     for _ in range(6):
         await runner.tick()
     kinds = [e.kind for e in await store.events(key="t")]
-    assert kinds == [
-        "review.__start__",
-        "review.writer",
-        "review.reviewer",
-        "review.writer",
-        "review.reviewer",
-    ]
+    assert kinds == REVIEW_KINDS
     assert adapter.calls == {"write": 4, "review": 4}
 
 
