@@ -37,7 +37,9 @@ class MonotonicIds:
 
     Thread-safe (stores make ids on worker threads too). When the clock gives the same
     millisecond again, or one before the last id's, the next id is the last one plus one, so
-    order never depends on the clock going forward.
+    order never depends on the clock going forward. An `after` id ahead of the clock (another
+    process's clock runs fast) carries this generator's later ids along with it until the
+    clock catches up, as a hybrid logical clock does: every id stays greater than the last.
 
     Args:
         clock: milliseconds since the epoch (the wall clock by default; tests pass a fake).

@@ -109,10 +109,10 @@ async def test_meta_is_for_small_signals() -> None:
 
 
 async def test_steps_sort_after_an_opening_another_process_wrote_with_its_clock_ahead() -> None:
-    """Another writer's clock is an hour ahead: the steps written here still sort after it,
+    """Another writer's clock is 2 s ahead: the steps written here still sort after it,
     the tick runner never stalls and the graph path never replays a role."""
     store = MemoryCheckpointStore()
-    ahead = MonotonicIds(clock=lambda: int(datetime.now(UTC).timestamp() * 1000) + 3_600_000)
+    ahead = MonotonicIds(clock=lambda: int(datetime.now(UTC).timestamp() * 1000) + 2_000)
     binding, adapter = counting_binding()
     runner = review_builder().build_tick_runner(binding, store)
     opening = await runner.start("local", "Write.")
