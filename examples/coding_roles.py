@@ -1,9 +1,13 @@
 """Moderated roles on an event log: an architect plans, a coder writes and runs the code, a
 reviewer reads it; the moderator sends the work back to the coder until the review passes.
 
-The coder and the reviewer work in a `Workspace` (a temporary folder) through its tools. Every
-step is an event in the session store's event log (SQLite here), its output stored by sha256;
-the log is printed at the end.
+The coder is a command-line coding agent run in a `Workspace` (a temporary folder) as a role
+(`create_command_role`): by default `_coder_cli.py` beside this file, a small scripted
+stand-in; set `RAF_CODER_COMMAND` to run a real one, say `claude -p` or `codex exec` (see
+docs/adapters.md). The architect and the reviewer are models; the reviewer reads the code
+through the workspace's tools. Every step is an event in the session store's event log
+(SQLite here), its whole output stored once by sha256 and its small signals in the event's
+meta; the log is printed at the end.
 
 Run: python examples/coding_roles.py (or, from the repository root, python -m
 examples.coding_roles). A model that cannot give structured output ends the run early with an
@@ -13,6 +17,8 @@ error; the event log printed at the end shows how far it got.
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -27,11 +33,14 @@ from raf import (
     AgentError,
     ChatMessage,
     RoleEvent,
+    RoleResult,
     RoleWorkflowBuilder,
     Session,
     SqliteCheckpointStore,
+    ThreadContext,
     ToolResultContent,
     Workspace,
+    create_command_role,
     create_react_adapter,
     tool_handler,
 )
@@ -75,8 +84,30 @@ def moderator(chain: list[RoleEvent], topic_id: str) -> Any:
     return END if last.meta["approved"] or tries >= 3 else "coder"
 
 
-CODE = "def add(a, b):\n    return a - b\n\nprint(add(2, 3))\n"
-FIXED = "def add(a, b):\n    return a + b\n\nprint(add(2, 3))\n"
+CODER = shlex.split(os.environ.get("RAF_CODER_COMMAND", "")) or [
+    sys.executable,
+    str(Path(__file__).with_name("_coder_cli.py")),
+]
+"""The coding agent's command line; its task comes on stdin."""
+
+
+def coder_task(prompt: str, thread: ThreadContext) -> str:
+    """What the coding agent is told: its role, the request, and the plan and reviews so far."""
+    lines = [prompt, "", "Request:", *(m.text for m in thread.start)]
+    for step in thread.steps:
+        lines += ["", f"{step.role}:", json.dumps(step.value)]
+    lines += ["", 'End with one line of JSON: {"summary": "...", "files": ["..."]}.']
+    return "\n".join(lines)
+
+
+def coder_result(stdout: str, stderr: str, exit_code: int) -> RoleResult:
+    """The last JSON line the agent printed is its `Change`; the whole output is kept too."""
+    report: dict[str, Any] = {"summary": stderr.strip()[-200:] or "no report", "files": []}
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            report = json.loads(line)
+            break
+    return RoleResult(content=Change(**report), meta={"exit_code": exit_code})
 
 
 def answer(value: dict[str, Any]) -> Turn:
@@ -84,25 +115,8 @@ def answer(value: dict[str, Any]) -> Turn:
     return text(json.dumps(value))
 
 
-def _tool_results(messages: list[ChatMessage]) -> int:
-    return sum(1 for m in messages if m.role == "tool")
-
-
 def _architect(messages: list[ChatMessage]) -> Turn:
     return answer({"files": ["calc.py"], "steps": ["write add()", "print add(2, 3)"]})
-
-
-def _coder(messages: list[ChatMessage]) -> Turn:
-    fixing = "subtracts" in " ".join(m.text for m in messages)
-    done = _tool_results(messages)
-    if done == 0 and not fixing:
-        return tool_calls(("write_file", {"path": "calc.py", "content": CODE}))
-    if done == 0:
-        edit = {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}
-        return tool_calls(("patch_file", edit))
-    if done == 1:
-        return tool_calls(("shell_exec", {"command": [sys.executable, "calc.py"]}))
-    return answer({"summary": "calc.py prints add(2, 3)", "files": ["calc.py"]})
 
 
 def _reviewer(messages: list[ChatMessage]) -> Turn:
@@ -111,18 +125,17 @@ def _reviewer(messages: list[ChatMessage]) -> Turn:
         return tool_calls(("read_file", {"path": "calc.py"}))
     read = results[-1].contents[0]
     wrong = isinstance(read, ToolResultContent) and "a - b" in read.result
-    notes = "add() subtracts: return a + b" if wrong else "add() is right and prints 5"
+    notes = "add() subtracts: make it return a + b" if wrong else "add() is right and prints 5"
     return answer({"approved": not wrong, "notes": notes})
 
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
-        workspace = Workspace(folder, shell=True)
+        workspace = Workspace(folder)
         tools = workspace.tools()
         readers = [t for t in tools if t.name in ("read_file", "list_files", "search_files")]
         async with (
             provider_for(_architect) as architect,
-            provider_for(_coder) as coder,
             provider_for(_reviewer) as reviewer,
             SqliteCheckpointStore(Path(folder) / "roles.db") as store,
         ):
@@ -139,9 +152,10 @@ async def main() -> None:
                     text_tool_calls=True,
                 )
 
+            coder = create_command_role(CODER, coder_task, coder_result, workspace=workspace)
             binding = AdapterBinding(
                 react(architect, readers),
-                overrides={"coder": react(coder, tools), "reviewer": react(reviewer, readers)},
+                overrides={"coder": coder, "reviewer": react(reviewer, readers)},
             )
             workflow = (
                 RoleWorkflowBuilder("coding")

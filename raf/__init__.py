@@ -27,6 +27,7 @@ from raf.agent import RunOptions as RunOptions
 from raf.agent import Session as Session
 from raf.budget import Budget as Budget
 from raf.errors import AgentError as AgentError
+from raf.errors import AppendConflict as AppendConflict
 from raf.errors import BudgetExceeded as BudgetExceeded
 from raf.errors import CheckpointError as CheckpointError
 from raf.errors import GraphValidationError as GraphValidationError
@@ -34,6 +35,7 @@ from raf.errors import HandoffLimitExceeded as HandoffLimitExceeded
 from raf.errors import MaxRoundsExceeded as MaxRoundsExceeded
 from raf.errors import ProviderError as ProviderError
 from raf.errors import QuorumNotReached as QuorumNotReached
+from raf.errors import RoleStepFailed as RoleStepFailed
 from raf.errors import RunTimeout as RunTimeout
 from raf.errors import SchemaValidationError as SchemaValidationError
 from raf.errors import SessionBusy as SessionBusy
@@ -66,12 +68,16 @@ if TYPE_CHECKING:
     """The installed version of raf."""
     from raf.adapters import AdapterBinding as AdapterBinding
     from raf.adapters import AdapterFn as AdapterFn
+    from raf.adapters import ResultAdapterFn as ResultAdapterFn
     from raf.adapters import RoleFn as RoleFn
+    from raf.adapters import RoleResult as RoleResult
     from raf.adapters import Step as Step
     from raf.adapters import ThreadContext as ThreadContext
     from raf.adapters import agent_to_adapter as agent_to_adapter
+    from raf.adapters import create_command_role as create_command_role
     from raf.adapters import create_llm_adapter as create_llm_adapter
     from raf.adapters import create_react_adapter as create_react_adapter
+    from raf.adapters import create_tool_role as create_tool_role
     from raf.builders import END as END
     from raf.builders import Ballot as Ballot
     from raf.builders import ConcurrentBuilder as ConcurrentBuilder
@@ -173,6 +179,8 @@ _LAZY: dict[str, str] = {
     "ReactAgent": "raf.react",
     "RetryPolicy": "raf.providers.retry",
     "RoleFn": "raf.adapters",
+    "RoleResult": "raf.adapters",
+    "ResultAdapterFn": "raf.adapters",
     "SequentialBuilder": "raf.builders",
     "SessionLock": "raf.stores",
     "SessionLocking": "raf.stores",
@@ -192,6 +200,8 @@ _LAZY: dict[str, str] = {
     "agent_to_adapter": "raf.adapters",
     "create_client": "raf.providers.openai",
     "create_llm_adapter": "raf.adapters",
+    "create_command_role": "raf.adapters",
+    "create_tool_role": "raf.adapters",
     "create_react_adapter": "raf.adapters",
     "judge": "raf.builders",
     "majority": "raf.builders",
@@ -232,6 +242,7 @@ __all__ = [
     "AdapterFn",
     "AgentError",
     "AgentExecutor",
+    "AppendConflict",
     "AgentMetadata",
     "AgentRegistry",
     "AgentResponse",
@@ -273,12 +284,15 @@ __all__ = [
     "ProgressLedger",
     "ProviderError",
     "QuorumNotReached",
+    "ResultAdapterFn",
     "ReactAgent",
     "ReasoningContent",
     "ReasoningDelta",
     "RequestInfoUpdate",
     "RetryPolicy",
     "RoleFn",
+    "RoleResult",
+    "RoleStepFailed",
     "RunOptions",
     "RunTimeout",
     "SchemaValidationError",
@@ -316,8 +330,10 @@ __all__ = [
     "Workspace",
     "agent_to_adapter",
     "create_client",
+    "create_command_role",
     "create_llm_adapter",
     "create_react_adapter",
+    "create_tool_role",
     "llm_selector",
     "round_robin",
     "judge",

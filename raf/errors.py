@@ -12,7 +12,9 @@
     ├── ToolError                   a tool could not be defined or called
     ├── SessionBusy                 another run of the session is in progress
     ├── UnknownRequest              a tool result answers no pending request
-    └── CheckpointError(ValueError) a checkpoint cannot be read (truncated, edited, foreign)
+    ├── AppendConflict              an append lost the race: its key moved on (nothing written)
+    ├── RoleStepFailed              a tick runner's step of one topic failed (topic, role)
+    └── CheckpointError(ValueError) a checkpoint or event cannot be read (truncated, edited, foreign)
         └── CheckpointVersionError  a checkpoint of a format version this raf does not know
     GraphValidationError(ValueError)    a workflow is ill-formed at build time
     CheckpointValueError(TypeError)     a value a run must checkpoint has no JSON form (the
@@ -167,18 +169,67 @@ class UnknownRequest(AgentError):
         self.pending = pending
 
 
-class CheckpointError(AgentError, ValueError):
-    """A checkpoint cannot be read or written: `checkpoint_id` names it (when it has one).
+class AppendConflict(AgentError):
+    """An append named the event it follows, but another writer appended to the key first;
+    nothing was written. Read the key again and decide anew.
 
-    Raised for a truncated, edited or foreign checkpoint instead of whatever decoding it
-    happened to hit; its message says what is wrong and what to do.
+    Attributes:
+        key: the event's key (a topic id).
+        expected: the id the append said it follows (None: the key was empty).
+        found: the key's last event id when the append was refused.
+    """
+
+    def __init__(self, key: str, expected: str | None, found: str | None) -> None:
+        super().__init__(
+            f"append to key {key!r} expected it to end at event {expected!r}, but another "
+            f"writer appended first (it ends at {found!r}); nothing was written; read the key "
+            "again and decide anew"
+        )
+        self.key = key
+        self.expected = expected
+        self.found = found
+
+
+class RoleStepFailed(AgentError):
+    """A role workflow's step on one topic failed in a tick; the other topics went on.
+
+    Attributes:
+        topic_id: the thread's topic.
+        role: the role that failed (`__moderator__` for the moderator, `__log__` when the
+            thread could not be read).
+        attempts: how many ticks in a row this step failed.
+        final: True when the tick runner stopped retrying it.
     """
 
     def __init__(
-        self, message: str, *, checkpoint_id: str | None = None, path: AgentPath = ()
+        self, message: str, *, topic_id: str, role: str, attempts: int, final: bool
+    ) -> None:
+        super().__init__(message)
+        self.topic_id = topic_id
+        self.role = role
+        self.attempts = attempts
+        self.final = final
+
+
+class CheckpointError(AgentError, ValueError):
+    """A checkpoint or a logged event cannot be read or written: `checkpoint_id` (or
+    `event_id`) names it, when it has one.
+
+    Raised for a truncated, edited or foreign checkpoint or event row instead of whatever
+    decoding it happened to hit; its message says what is wrong and what to do.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        checkpoint_id: str | None = None,
+        event_id: str | None = None,
+        path: AgentPath = (),
     ) -> None:
         super().__init__(message, path=path)
         self.checkpoint_id = checkpoint_id
+        self.event_id = event_id
 
 
 class CheckpointVersionError(CheckpointError):

@@ -44,7 +44,10 @@ ANSWERS = {
         "'facts': 'revise: says nothing about price'}"
     ),
     "coding_roles.py": (
+        "  coder: Change(summary='fixed add() in calc.py; it prints 5', files=['calc.py'])\n",
         "calc.py: return a + b\n\nevent log of topic calc-task\n",
+        "coding.coder         sha256:",
+        ' bytes  {"exit_code": 0}\n',
         '{"approved": true, "notes": "add() is right and prints 5"}\n',
     ),
     "nested.py": "second turn: ['Short enough for a tweet.', 'Audience: families.']",

@@ -20,7 +20,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from raf._defaults import new_dict
-from raf.adapters.thread import AdapterFn, RoleFn
+from raf.adapters.thread import ResultAdapterFn, RoleFn, RoleResult
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -29,18 +29,18 @@ M = TypeVar("M", bound=BaseModel)
 class AdapterBinding:
     """A default adapter, and per-role overrides by role name."""
 
-    adapter: AdapterFn
-    """Makes every role without an override."""
-    overrides: Mapping[str, AdapterFn] = field(default_factory=new_dict)
+    adapter: ResultAdapterFn
+    """Makes every role without an override (any `AdapterFn`, or a role factory's)."""
+    overrides: Mapping[str, ResultAdapterFn] = field(default_factory=new_dict)
     """Adapters for particular roles."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overrides", MappingProxyType(dict(self.overrides)))
 
-    def adapter_for(self, role: str) -> AdapterFn:
+    def adapter_for(self, role: str) -> ResultAdapterFn:
         """The adapter of `role`: its override, else the default."""
         return self.overrides.get(role, self.adapter)
 
-    def bind(self, role: str, prompt: str, schema: type[M]) -> RoleFn[M]:
+    def bind(self, role: str, prompt: str, schema: type[M]) -> RoleFn[M | RoleResult]:
         """The role function of `role` with `prompt` and output `schema`."""
         return self.adapter_for(role)(prompt, schema)

@@ -15,8 +15,10 @@ from raf.errors import CheckpointVersionError as CheckpointVersionError
 from raf.stores._records import content_digest as content_digest
 from raf.stores.base import CHECKPOINT_FORMAT_VERSION as CHECKPOINT_FORMAT_VERSION
 from raf.stores.base import SUPPORTED_CHECKPOINT_VERSIONS as SUPPORTED_CHECKPOINT_VERSIONS
+from raf.stores.base import UNCHECKED as UNCHECKED
 from raf.stores.base import Checkpoint as Checkpoint
 from raf.stores.base import CheckpointStore as CheckpointStore
+from raf.stores.base import EventChange as EventChange
 from raf.stores.base import EventLog as EventLog
 from raf.stores.base import SessionLock as SessionLock
 from raf.stores.base import SessionLocking as SessionLocking
@@ -29,9 +31,11 @@ from raf.stores.sqlite import SqliteCheckpointStore as SqliteCheckpointStore
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
     "SUPPORTED_CHECKPOINT_VERSIONS",
+    "UNCHECKED",
     "Checkpoint",
     "CheckpointStore",
     "CheckpointVersionError",
+    "EventChange",
     "EventLog",
     "MemoryCheckpointStore",
     "PostgresCheckpointStore",

@@ -55,6 +55,9 @@ class Queries:
                 )"""
             ).format(events),
             sql.SQL("CREATE INDEX IF NOT EXISTS events_key ON {} (key, id)").format(events),
+            # Write order: appends take `append_lock` first, so `seq` grows in commit order.
+            sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS seq BIGSERIAL").format(events),
+            sql.SQL("CREATE INDEX IF NOT EXISTS events_seq ON {} (seq)").format(events),
             sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {} (hash TEXT PRIMARY KEY, content BYTEA NOT NULL)"
             ).format(objects),
@@ -91,6 +94,15 @@ class Queries:
         self.append = sql.SQL(
             "INSERT INTO {} (id, occurred_at, kind, key, hash, meta, code_rev)"
             " VALUES (%s, %s, %s, %s, %s, %s::json, %s) ON CONFLICT (id) DO NOTHING"
+        ).format(events)
+        self.append_lock = sql.SQL("SELECT pg_advisory_xact_lock(hashtextextended({}, 0))").format(
+            sql.Literal(f"raf.events:{schema or ''}")
+        )
+        self.last_of_key = sql.SQL(
+            "SELECT id FROM {} WHERE key = %s ORDER BY id DESC LIMIT 1"
+        ).format(events)
+        self.changes = sql.SQL(
+            "SELECT seq, id, kind, key FROM {} WHERE seq > %s ORDER BY seq LIMIT %s"
         ).format(events)
         self.all_events = sql.SQL("SELECT {} FROM {} ORDER BY id").format(event_columns, events)
         self.events_of_key = sql.SQL("SELECT {} FROM {} WHERE key = %s ORDER BY id").format(

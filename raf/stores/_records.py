@@ -94,9 +94,14 @@ async def join_checkpoint(row: Sequence[Any], fetch: Fetch) -> Checkpoint:
             }
         )
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "the text"
-        raise _damaged(checkpoint_id, f"{where}: {problem['msg']}") from exc
+        raise _damaged(checkpoint_id, first_problem(exc, "the text")) from exc
+
+
+def first_problem(exc: ValidationError, whole: str) -> str:
+    """`where: what` of the first error of `exc` (`whole` when it is about the whole value)."""
+    problem = exc.errors()[0]
+    where = ".".join(str(part) for part in problem["loc"]) or whole
+    return f"{where}: {problem['msg']}"
 
 
 def _damaged(checkpoint_id: str, problem: str) -> CheckpointError:
@@ -142,9 +147,7 @@ def _parsed(checkpoint_id: str, data: str) -> Checkpoint:
     try:
         return Checkpoint.model_validate_json(data)
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "the text"
-        raise _damaged(checkpoint_id, f"{where}: {problem['msg']}") from exc
+        raise _damaged(checkpoint_id, first_problem(exc, "the text")) from exc
 
 
 def check_version(checkpoint_id: str, version: int) -> None:
@@ -219,23 +222,63 @@ def encode_meta(meta: dict[str, Any]) -> str:
 
 def decode_event(
     event_id: str,
-    occurred_at: datetime,
+    occurred_at: datetime | str,
     kind: str,
     key: str,
     digest: str | None,
     meta: str,
     code_rev: str | None,
 ) -> StoredEvent:
-    """An event from its stored columns."""
-    return StoredEvent(
-        id=event_id,
-        occurred_at=as_utc(occurred_at),
-        kind=kind,
-        key=key,
-        hash=digest,
-        meta=json.loads(meta),
-        code_rev=code_rev,
+    """An event from its stored columns (its time as a datetime, or as `format_time` text).
+
+    Raises:
+        CheckpointError: naming the event, when a column is not what raf wrote (meta that is
+            not a JSON object, a time that is not one).
+    """
+    try:
+        moment = parse_time(occurred_at) if isinstance(occurred_at, str) else occurred_at
+    except ValueError as exc:
+        raise damaged_event(event_id, f"its time {occurred_at!r} is not a timestamp") from exc
+    try:
+        fields: Any = json.loads(meta)
+    except ValueError as exc:
+        raise damaged_event(event_id, f"its meta is not JSON ({exc})") from exc
+    if not isinstance(fields, dict):
+        raise damaged_event(event_id, f"its meta is {type(fields).__name__}, not a JSON object")
+    try:
+        return StoredEvent(
+            id=event_id,
+            occurred_at=as_utc(moment),
+            kind=kind,
+            key=key,
+            hash=digest,
+            meta=cast(dict[str, Any], fields),
+            code_rev=code_rev,
+        )
+    except ValidationError as exc:
+        raise damaged_event(event_id, first_problem(exc, "the row")) from exc
+
+
+def damaged_event(event_id: str, problem: str) -> CheckpointError:
+    """The error for a logged event (or its content) that is not what raf wrote."""
+    return CheckpointError(
+        f"event {event_id!r} cannot be read: {problem}; it was edited or damaged after raf "
+        "wrote it",
+        event_id=event_id,
     )
+
+
+def check_follows(event: StoredEvent, follows: str | None) -> None:
+    """Refuse an append that follows `follows` but would not sort after it.
+
+    Raises:
+        ValueError: naming both ids, when `event.id` does not sort after `follows`.
+    """
+    if follows is not None and event.id <= follows:
+        raise ValueError(
+            f"event {event.id!r} would sort before {follows!r}, the event it follows on key "
+            f"{event.key!r}; make its id with raf.stores.new_id(after={follows!r})"
+        )
 
 
 def content_digest(content: bytes) -> str:

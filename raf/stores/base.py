@@ -14,7 +14,8 @@ Example:
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from enum import Enum
+from typing import Any, Final, Literal, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,20 +91,65 @@ class CheckpointStore(Protocol):
         ...
 
 
+class _Unchecked(Enum):
+    UNCHECKED = "unchecked"
+
+    def __repr__(self) -> str:
+        return "UNCHECKED"
+
+
+UNCHECKED: Final = _Unchecked.UNCHECKED
+"""`append(..., follows=UNCHECKED)` (the default): append whatever the key holds."""
+
+Follows = str | None | Literal[_Unchecked.UNCHECKED]
+"""What an append follows: the key's last event id, None (the key is empty), or `UNCHECKED`."""
+
+
+class EventChange(NamedTuple):
+    """One event as `EventLog.changes` lists it: where it is in write order, and whose it is."""
+
+    position: int
+    """Its place in the log's write order (greater for every later append)."""
+    id: str
+    """The event's id."""
+    kind: str
+    """The event's kind."""
+    key: str
+    """The event's key."""
+
+
 @runtime_checkable
 class EventLog(Protocol):
     """An append-only event log with a content-addressed object store."""
 
-    async def append(self, event: StoredEvent, content: bytes | None = None) -> None:
+    async def append(
+        self, event: StoredEvent, content: bytes | None = None, *, follows: Follows = UNCHECKED
+    ) -> None:
         """Append `event`; with `content`, store it under `event.hash` in the same transaction.
 
         The content is written first and the event last, atomically: a crash leaves both or
-        neither, so an event never names content the store does not have.
+        neither, so an event never names content the store does not have. With `follows`
+        (the id of the key's last event as the writer read it, or None for a key with no
+        event) the append is refused with `AppendConflict`, writing nothing, when another
+        writer appended to the key since; the event's id must then sort after `follows`.
         """
         ...
 
     async def events(self, key: str | None = None) -> list[StoredEvent]:
-        """Events (of `key`, when given), oldest first."""
+        """Events (of `key`, when given), oldest first.
+
+        Raises:
+            CheckpointError: naming the event, when a stored row is not an event's.
+        """
+        ...
+
+    async def changes(self, after: int = 0, *, limit: int = 10_000) -> list[EventChange]:
+        """The events appended after position `after`, in write order, at most `limit`.
+
+        A reader keeps the last position it saw and asks for what came after it: an idle
+        log answers with nothing, however long it is. Only the columns that say whose an
+        event is are read, so a damaged row never stops it.
+        """
         ...
 
     async def put(self, content: bytes) -> str:

@@ -24,10 +24,11 @@ from typing import NamedTuple, Self
 
 import anyio.lowlevel
 
+from raf.errors import AppendConflict
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
 from raf.stores._session_locks import SessionLockingStore, SessionLocks
-from raf.stores.base import Checkpoint, StoredEvent
+from raf.stores.base import UNCHECKED, Checkpoint, EventChange, Follows, StoredEvent
 
 __all__ = ["MemoryCheckpointStore"]
 
@@ -47,6 +48,7 @@ class _SavedCheckpoint(NamedTuple):
 class _LoggedEvent(NamedTuple):
     id: str
     key: str
+    kind: str
     data: str
 
 
@@ -65,8 +67,10 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
 
     def __init__(self) -> None:
         self._checkpoints: dict[str, _SavedCheckpoint] = {}
-        self._events: list[_LoggedEvent] = []
+        self._events: list[_LoggedEvent] = []  # in id order
+        self._written: list[_LoggedEvent] = []  # in write order: position = index + 1
         self._event_ids: set[str] = set()
+        self._last: dict[str, str] = {}  # each key's greatest event id
         self._objects: dict[str, bytes] = {}
         self._session_locks = SessionLocks()
 
@@ -115,18 +119,34 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
             if saved.session_id == session_id
         )
 
-    async def append(self, event: StoredEvent, content: bytes | None = None) -> None:
-        """Append `event` (and store `content` under its hash); `ValueError` when its id is
-        already in the log or its hash is not the content's."""
+    async def append(
+        self, event: StoredEvent, content: bytes | None = None, *, follows: Follows = UNCHECKED
+    ) -> None:
+        """Append `event` (and store `content` under its hash); with `follows`, only when the
+        key's last event is that one (`AppendConflict` otherwise, nothing written).
+
+        Raises:
+            AppendConflict: another writer appended to the key since `follows`.
+            ValueError: its id is already in the log, does not sort after `follows`, or its
+                hash is not the content's.
+        """
         data = _records.check_content(event, content)
+        if follows is not UNCHECKED:
+            _records.check_follows(event, follows)
         await _yield_point()
+        found = self._last.get(event.key)
+        if follows is not UNCHECKED and found != follows:
+            raise AppendConflict(event.key, follows, found)
         if event.id in self._event_ids:
             raise _records.duplicate_event(event.id)
         if data is not None:
             self._objects.setdefault(_records.content_digest(data), data)
-        logged = _LoggedEvent(event.id, event.key, _records.event_json(event))
+        logged = _LoggedEvent(event.id, event.key, event.kind, _records.event_json(event))
         bisect.insort(self._events, logged, key=lambda entry: entry.id)
+        self._written.append(logged)
         self._event_ids.add(event.id)
+        if found is None or event.id > found:
+            self._last[event.key] = event.id
 
     async def events(self, key: str | None = None) -> list[StoredEvent]:
         """Events (of `key`, when given), in id order (oldest first)."""
@@ -135,6 +155,15 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
             StoredEvent.model_validate_json(logged.data)
             for logged in self._events
             if key is None or logged.key == key
+        ]
+
+    async def changes(self, after: int = 0, *, limit: int = 10_000) -> list[EventChange]:
+        """The events appended after position `after`, in write order (at most `limit`)."""
+        await _yield_point()
+        start = max(after, 0)
+        return [
+            EventChange(position, logged.id, logged.kind, logged.key)
+            for position, logged in enumerate(self._written[start : start + limit], start=start + 1)
         ]
 
     async def put(self, content: bytes) -> str:

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
 
+from raf.errors import AppendConflict
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
 from raf.stores._parts import KnownParts
 from raf.stores._session_locks import SessionLockingStore, SessionLocks
-from raf.stores.base import Checkpoint, StoredEvent
+from raf.stores.base import UNCHECKED, Checkpoint, EventChange, Follows, StoredEvent
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -150,16 +151,34 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
         rows = await self._fetch_all(self._queries.list, (session_id,))
         return [checkpoint_id for (checkpoint_id,) in rows]
 
-    async def append(self, event: StoredEvent, content: bytes | None = None) -> None:
+    async def append(
+        self, event: StoredEvent, content: bytes | None = None, *, follows: Follows = UNCHECKED
+    ) -> None:
         """Append `event`, with `content` stored under its hash in the same transaction
-        (content first, event last); `ValueError` when its id is already in the log or its
-        hash is not the content's."""
+        (content first, event last); with `follows`, only when the key's last event is that
+        one. Appends take one transaction lock of the store's schema in turn, so positions
+        (`changes`) grow in commit order.
+
+        Raises:
+            AppendConflict: another writer appended to the key since `follows` (nothing is
+                written).
+            ValueError: its id is already in the log, does not sort after `follows`, or its
+                hash is not the content's.
+        """
         row = _records.event_row(event, _records.as_utc(event.occurred_at))
         data = _records.check_content(event, content)
+        if follows is not UNCHECKED:
+            _records.check_follows(event, follows)
         queries = self._queries
 
         def write(connection: Connection) -> None:
             with connection.transaction():
+                connection.execute(queries.append_lock)
+                if follows is not UNCHECKED:
+                    last = connection.execute(queries.last_of_key, (event.key,)).fetchone()
+                    found = None if last is None else str(last[0])
+                    if found != follows:
+                        raise AppendConflict(event.key, follows, found)
                 if data is not None:
                     connection.execute(queries.put, (event.hash, data))
                 if connection.execute(queries.append, row).rowcount == 0:
@@ -169,7 +188,12 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
         await self._run(write)
 
     async def events(self, key: str | None = None) -> list[StoredEvent]:
-        """Events (of `key`, when given), in id order (oldest first)."""
+        """Events (of `key`, when given), in id order (oldest first).
+
+        Raises:
+            CheckpointError: naming the event, when a row is not an event's (say, meta that
+                is not a JSON object).
+        """
         if key is None:
             rows = await self._fetch_all(self._queries.all_events, ())
         elif _has_nul(key):
@@ -177,6 +201,14 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
         else:
             rows = await self._fetch_all(self._queries.events_of_key, (key,))
         return [_records.decode_event(*row) for row in rows]
+
+    async def changes(self, after: int = 0, *, limit: int = 10_000) -> list[EventChange]:
+        """The events appended after position `after`, in write (commit) order."""
+        query = self._queries.changes
+        rows = await self._run(
+            lambda connection: connection.execute(query, (after, limit)).fetchall()
+        )
+        return [EventChange(int(p), str(i), str(k), str(key)) for p, i, k, key in rows]
 
     async def put(self, content: bytes) -> str:
         """Store `content` once under its sha256 hex digest, and return the digest."""

@@ -30,13 +30,14 @@ from typing import Any, Self, TypeVar
 import anyio
 from anyio import to_thread
 
+from raf.errors import AppendConflict
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
 from raf.stores._file_locks import FileLocks
 from raf.stores._interruptible import Interrupted, close_in_thread, run_interruptible
 from raf.stores._parts import KnownParts
 from raf.stores._session_locks import Release, SessionLockingStore, SessionLocks
-from raf.stores.base import Checkpoint, StoredEvent
+from raf.stores.base import UNCHECKED, Checkpoint, EventChange, Follows, StoredEvent
 
 __all__ = ["SqliteCheckpointStore"]
 
@@ -77,6 +78,9 @@ _SAVE = (
 _EVENT_COLUMNS = "id, occurred_at, kind, key, hash, meta, code_rev"
 _APPEND = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _PUT = "INSERT OR IGNORE INTO objects (hash, content) VALUES (?, ?)"
+_LAST_OF_KEY = "SELECT id FROM events WHERE key = ? ORDER BY id DESC LIMIT 1"
+# Writes are serialized (BEGIN IMMEDIATE) and rows never deleted, so rowid is write order.
+_CHANGES = "SELECT rowid, id, kind, key FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?"
 _BATCH = 500  # parts read by one statement (SQLite allows 32,766 parameters)
 
 # How long a statement waits for another connection's write lock before "database is locked".
@@ -184,15 +188,31 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         )
         return [checkpoint_id for (checkpoint_id,) in rows]
 
-    async def append(self, event: StoredEvent, content: bytes | None = None) -> None:
+    async def append(
+        self, event: StoredEvent, content: bytes | None = None, *, follows: Follows = UNCHECKED
+    ) -> None:
         """Append `event`, with `content` stored under its hash in the same transaction
-        (content first, event last); `ValueError` when its id is already in the log or its
-        hash is not the content's."""
+        (content first, event last); with `follows`, only when the key's last event is that
+        one.
+
+        Raises:
+            AppendConflict: another writer appended to the key since `follows` (nothing is
+                written).
+            ValueError: its id is already in the log, does not sort after `follows`, or its
+                hash is not the content's.
+        """
         row = _records.event_row(event, _records.format_time(event.occurred_at))
         data = _records.check_content(event, content)
+        if follows is not UNCHECKED:
+            _records.check_follows(event, follows)
 
         def write(connection: sqlite3.Connection) -> None:
             connection.execute("BEGIN IMMEDIATE")
+            if follows is not UNCHECKED:
+                last: tuple[str] | None = connection.execute(_LAST_OF_KEY, (event.key,)).fetchone()
+                found = None if last is None else last[0]
+                if found != follows:
+                    raise AppendConflict(event.key, follows, found)  # rolled back by `_retrying`
             if data is not None:
                 connection.execute(_PUT, (event.hash, data))
             connection.execute(_APPEND, row)
@@ -204,7 +224,12 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
             raise _records.duplicate_event(event.id) from None
 
     async def events(self, key: str | None = None) -> list[StoredEvent]:
-        """Events (of `key`, when given), in id order (oldest first)."""
+        """Events (of `key`, when given), in id order (oldest first).
+
+        Raises:
+            CheckpointError: naming the event, when a row is not an event's (meta that is
+                not a JSON object, a time that is not one).
+        """
         if key is None:
             rows = await self._fetch_all(f"SELECT {_EVENT_COLUMNS} FROM events ORDER BY id", ())
         else:
@@ -212,6 +237,13 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
                 f"SELECT {_EVENT_COLUMNS} FROM events WHERE key = ? ORDER BY id", (key,)
             )
         return [_event_from_row(row) for row in rows]
+
+    async def changes(self, after: int = 0, *, limit: int = 10_000) -> list[EventChange]:
+        """The events appended after position `after` (a rowid), in write order."""
+        rows: list[tuple[int, str, str, str]] = await self._run(
+            lambda connection: connection.execute(_CHANGES, (after, limit)).fetchall()
+        )
+        return [EventChange(*row) for row in rows]
 
     async def put(self, content: bytes) -> str:
         """Store `content` once under its sha256 hex digest, and return the digest."""
@@ -390,7 +422,7 @@ def _event_from_row(row: tuple[object, ...]) -> StoredEvent:
     event_id, occurred_at, kind, key, digest, meta, code_rev = row
     return _records.decode_event(
         str(event_id),
-        _records.parse_time(str(occurred_at)),
+        str(occurred_at),
         str(kind),
         str(key),
         None if digest is None else str(digest),

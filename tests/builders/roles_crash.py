@@ -5,10 +5,12 @@ log `DB` and, at `MOMENT` (`content-written`: after the content, before the even
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import anyio
 
 from raf.stores import SqliteCheckpointStore, StoredEvent
+from raf.stores.base import EventChange
 from tests.builders.roles_support import counting_binding, review_builder
 
 
@@ -19,17 +21,20 @@ class _DyingLog:
         self._store = store
         self._moment = moment
 
-    async def append(self, event: StoredEvent, content: bytes | None = None) -> None:
+    async def append(self, event: StoredEvent, content: bytes | None = None, **how: Any) -> None:
         if self._moment == "content-written":
             assert content is not None
             await self._store.put(content)  # the content is in, its event is not
         else:
-            await self._store.append(event, content)
+            await self._store.append(event, content, **how)
         print("READY", flush=True)
         await anyio.sleep_forever()
 
     async def events(self, key: str | None = None) -> list[StoredEvent]:
         return await self._store.events(key)
+
+    async def changes(self, after: int = 0, *, limit: int = 10_000) -> list[EventChange]:
+        return await self._store.changes(after, limit=limit)
 
     async def put(self, content: bytes) -> str:
         return await self._store.put(content)

@@ -52,6 +52,16 @@ def review_moderator(chain: list[RoleEvent], topic_id: str) -> Any:
     return END if last.meta["approved"] else "writer"
 
 
+REVIEW_KINDS = [
+    "review.__start__",
+    "review.writer",
+    "review.reviewer",
+    "review.writer",
+    "review.reviewer",
+]
+"""The kinds of a whole thread of the review workflow."""
+
+
 def review_builder() -> RoleWorkflowBuilder:
     return (
         RoleWorkflowBuilder("review")

@@ -30,7 +30,7 @@ from raf.updates import (
     Usage,
 )
 
-from .roles_support import Draft, Review, counting_binding, review_builder
+from .roles_support import REVIEW_KINDS, Draft, Review, counting_binding, review_builder
 
 pytestmark = pytest.mark.anyio
 
@@ -137,6 +137,20 @@ def test_build_mistakes_name_the_workflow_and_role() -> None:
     override = AdapterBinding(binding.adapter, overrides={"editor": binding.adapter})
     with pytest.raises(GraphValidationError, match="overrides 'editor', which are not roles"):
         review_builder().build(override)
+
+
+def test_the_builder_takes_id_like_every_other_builder_and_checks_it() -> None:
+    binding, _ = counting_binding()
+    built = (
+        RoleWorkflowBuilder(id="team.review")
+        .add_role("writer", "write", Draft)
+        .with_moderator(lambda chain, topic: END)
+        .build(binding)
+    )
+    assert built.as_agent().id == "team.review"
+    for bad in ("", "a/b", "x#y", 7):
+        with pytest.raises(GraphValidationError, match=r"RoleWorkflowBuilder: .*agent id"):
+            RoleWorkflowBuilder(id=bad)  # type: ignore[arg-type]
 
 
 async def test_a_moderator_naming_an_unknown_role_fails_the_run_naming_it() -> None:
@@ -345,13 +359,7 @@ async def test_a_run_resumed_from_its_checkpoint_plays_no_step_twice(tmp_path: P
         resumed = await workflow.resume(latest, store, session=session)
         assert resumed.status == "completed"
         kinds = [e.kind for e in await store.events(key="s")]
-    assert kinds == [
-        "review.__start__",
-        "review.writer",
-        "review.reviewer",
-        "review.writer",
-        "review.reviewer",
-    ]
+    assert kinds == REVIEW_KINDS
     assert adapter.calls == {"write": 2, "review": 2}
 
 
@@ -363,8 +371,8 @@ async def test_a_run_stopped_right_after_opening_its_thread_reopens_no_second_on
     class DiesAfterOpening(MemoryCheckpointStore):
         died = False
 
-        async def append(self, event: Any, content: bytes | None = None) -> None:
-            await super().append(event, content)
+        async def append(self, event: Any, content: bytes | None = None, **how: Any) -> None:
+            await super().append(event, content, **how)
             if event.kind.endswith(".__start__") and not self.died:
                 self.died = True
                 raise RuntimeError("the process died here")

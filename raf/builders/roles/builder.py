@@ -1,11 +1,13 @@
 """`RoleWorkflowBuilder`: a moderated workflow of typed roles over an append-only event log.
 
 Each role is a prompt and an output schema, made into a `RoleFn` by an `AdapterBinding`
-(a ReAct loop, one structured call, or any agent; per-role overrides). A moderator
-`fn(chain, topic_id) -> role | END` looks at the thread's events and picks who acts next.
-Every step is an event `{workflow}.{role}` keyed by the topic (the session id), its output
-stored by sha256 in the log's content store; the thread opens with a `{workflow}.__start__`
-event holding the input. `build()` compiles it onto the graph engine (so it runs as an agent
+(a ReAct loop, one structured call, any agent, plain code or a command-line coding agent;
+per-role overrides). A moderator `fn(chain, topic_id) -> role | END` looks at the thread's
+events and picks who acts next. Every step is an event `{workflow}.{role}` keyed by the topic
+(the session id): its whole output stored once by sha256 in the log's content store, its
+small signals in the event's `meta`; the thread opens with a `{workflow}.__start__` event
+holding the input. Each append names the event it follows, so several writers on one log
+never write a step twice. `build()` compiles it onto the graph engine (so it runs as an agent
 of kind `roles`, nests, checkpoints and streams each role's items on its path);
 `build_tick_runner()` drives the same roles in ticks over a log.
 
@@ -52,7 +54,7 @@ from raf.agent import check_agent_id
 from raf.builders.roles.events import END, START_ROLE, End, Moderator, RoleEvent
 from raf.builders.roles.nodes import ModeratorNode, RoleNode, StartNode
 from raf.builders.roles.program import MODERATOR_NODE, Role, RoleProgram
-from raf.builders.roles.ticks import TickRunner
+from raf.builders.roles.ticks import DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS, TickRunner
 from raf.engine.builder import WorkflowBuilder
 from raf.engine.workflow import Workflow
 from raf.errors import GraphValidationError
@@ -71,15 +73,15 @@ class RoleWorkflowBuilder:
     """Builds a moderated role workflow; see the module docstring.
 
     Args:
-        name: the workflow's name: its id, and the first part of its event kinds.
+        id: the workflow's id, and the first part of its event kinds.
 
     Raises:
-        GraphValidationError: when `name` is not a usable id or holds a '.'.
+        GraphValidationError: when `id` is not a usable agent id.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, id: str) -> None:
         try:
-            self._name = check_agent_id(name)
+            self._name = check_agent_id(id)
         except (TypeError, ValueError) as exc:
             raise GraphValidationError(f"RoleWorkflowBuilder: {exc}") from None
         self._specs: list[tuple[str, str, type[BaseModel]]] = []
@@ -157,7 +159,7 @@ class RoleWorkflowBuilder:
         fallback = log if log is not None else MemoryCheckpointStore()
         builder = WorkflowBuilder(self._name)
         start = StartNode(START_ROLE, program, fallback)
-        moderator = ModeratorNode(program, fallback, max_steps=self._max_steps)
+        moderator = ModeratorNode(program, fallback)
         builder.add_executor(start).add_executor(moderator).add_edge(start, moderator)
         for role in program.roles.values():
             node = RoleNode(role, program, fallback)
@@ -166,14 +168,33 @@ class RoleWorkflowBuilder:
         return builder.build().with_kind("roles")
 
     def build_tick_runner(
-        self, binding: AdapterBinding, log: EventLog, *, code_rev: str | None = None
+        self,
+        binding: AdapterBinding,
+        log: EventLog,
+        *,
+        code_rev: str | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> TickRunner:
         """A `TickRunner` advancing this workflow's threads in `log`, one step a tick.
+
+        Args:
+            binding: makes each role's function.
+            log: the event log the threads live in (several runners, in several processes,
+                may share it).
+            code_rev: recorded in every event.
+            max_attempts: how many ticks in a row a failing step is tried (3).
+            concurrency: how many topics a tick works on at once (16).
 
         Raises:
             GraphValidationError: no roles, or no moderator.
         """
-        return TickRunner(self._program(binding, code_rev), log)
+        return TickRunner(
+            self._program(binding, code_rev),
+            log,
+            max_attempts=max_attempts,
+            concurrency=concurrency,
+        )
 
     def _program(self, binding: AdapterBinding, code_rev: str | None) -> RoleProgram:
         where = f"role workflow {self._name!r}"
@@ -200,4 +221,4 @@ class RoleWorkflowBuilder:
             name: Role(name, prompt, schema, binding.bind(name, prompt, schema))
             for name, prompt, schema in self._specs
         }
-        return RoleProgram(self._name, roles, self._moderator, code_rev)
+        return RoleProgram(self._name, roles, self._moderator, code_rev, self._max_steps)

@@ -41,8 +41,9 @@ class RoleEvent(StoredEvent):
     """One step of a role workflow's thread, as the event log keeps it.
 
     `kind` is `{workflow}.{role}`, `key` the topic id, `hash` the sha256 of its content (the
-    role's output as JSON; the input messages for the `__start__` event), `meta` the role's
-    validated output as a JSON object (empty for `__start__`).
+    role's whole output as JSON; the input messages for the `__start__` event), `meta` the
+    small signals the role left for the moderator (its scalar fields by default, or the
+    `RoleResult.meta` it chose; empty for `__start__`).
     """
 
     @property

@@ -7,17 +7,19 @@ reads the steps already written and never plays one twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from raf.adapters.role_context import playing_role
 from raf.builders.roles.program import MODERATOR_NODE, Role, RoleProgram
+from raf.builders.roles.program import message as message_of
 from raf.engine.context import NodeContext
 from raf.engine.executors import Executor, conversation_of
-from raf.errors import AgentError, WorkflowError
-from raf.stores.base import EventLog
+from raf.errors import AgentError, AppendConflict
+from raf.stores.base import EventLog, SessionLocking
 from raf.updates import AgentResponse
 
 __all__ = ["MODERATOR_NODE", "ModeratorNode", "RoleNode", "StartNode"]
@@ -36,6 +38,24 @@ class _Node(Executor):
         store = ctx.session.store
         return store if isinstance(store, EventLog) else self._log
 
+    @asynccontextmanager
+    async def topic(self, ctx: NodeContext) -> AsyncGenerator[EventLog]:
+        """The log, with the topic held in it while the block runs.
+
+        A session store is held already (by the top-level run); another log that locks
+        sessions is locked on the topic here, so a tick runner on it and this run take turns.
+        """
+        log = self.log(ctx)
+        if isinstance(ctx.session.store, EventLog) or not isinstance(log, SessionLocking):
+            yield log
+            return
+        lock = await log.lock_session(ctx.session.id, wait=True)
+        try:
+            yield log
+        finally:
+            if lock is not None:
+                await lock.release()
+
 
 class StartNode(_Node):
     """Opens a thread on the session's topic with the input messages."""
@@ -45,7 +65,8 @@ class StartNode(_Node):
     async def handle(self, message: Any, ctx: NodeContext) -> str:
         """Append the `__start__` event and hand the thread to the moderator."""
         messages = conversation_of(message, self.id)
-        event = await self._program.start(self.log(ctx), ctx.session.id, messages)
+        async with self.topic(ctx) as log:
+            event = await self._program.start(log, ctx.session.id, messages)
         await ctx.send(event.id)
         return event.id
 
@@ -55,9 +76,8 @@ class ModeratorNode(_Node):
 
     kind: ClassVar[str] = "moderator"
 
-    def __init__(self, program: RoleProgram, log: EventLog, *, max_steps: int) -> None:
+    def __init__(self, program: RoleProgram, log: EventLog) -> None:
         super().__init__(MODERATOR_NODE, program, log)
-        self._max_steps = max_steps
 
     def models(self) -> Sequence[type[BaseModel]]:
         """The roles' schemas: the value it yields is the last role's output."""
@@ -67,22 +87,18 @@ class ModeratorNode(_Node):
         """Send the thread to the chosen role, or yield the response at END."""
         program = self._program
         topic = ctx.session.id
-        chain = await program.chain(self.log(ctx), topic)
+        log = self.log(ctx)
+        chain = (await program.read(log, topic)).chain
         role = await program.decide(chain, topic)
         if role is None:
             await ctx.yield_output(
-                AgentResponse(messages=program.messages(chain), value=program.value(chain))
+                AgentResponse(
+                    messages=await program.messages(log, chain),
+                    value=await program.value(log, chain),
+                )
             )
             return None
-        if len(chain) - 1 >= self._max_steps:
-            raise WorkflowError(
-                MODERATOR_NODE,
-                message=(
-                    f"role workflow {program.name!r} took {self._max_steps} steps on topic "
-                    f"{topic!r} without the moderator returning END; raise with_max_steps() "
-                    "or make the moderator end the thread"
-                ),
-            )
+        program.check_steps(chain, topic)
         await ctx.send(chain[-1].id, to=role.name)
         return role.name
 
@@ -103,22 +119,32 @@ class RoleNode(_Node):
     async def handle(self, message: Any, ctx: NodeContext) -> AgentResponse | None:
         """Play the role unless its step is already in the log; then back to the moderator."""
         program = self._program
-        log = self.log(ctx)
         topic = ctx.session.id
-        chain = await program.chain(log, topic)
-        if not chain or chain[-1].id != message:
-            # The log moved past what the moderator saw: this step was written already (by a
-            # run that stopped before its checkpoint). Never play it twice.
-            await ctx.send(chain[-1].id if chain else message)
-            return None
-        thread = await program.thread(log, chain, topic)
-        run = ctx.run_context.child(self._role.name)
-        try:
-            with playing_role(run):
-                output = await program.play(self._role, thread)
-        except AgentError as exc:
-            exc.with_path(run.path)
-            raise
-        event = await program.record(log, topic, self._role, output)
+        async with self.topic(ctx) as log:
+            snapshot = await program.read(log, topic)
+            chain = snapshot.chain
+            if not chain or chain[-1].id != message:
+                # The log moved past what the moderator saw: this step was written already (by
+                # a run that stopped before its checkpoint). Never play it twice.
+                await ctx.send(chain[-1].id if chain else message)
+                return None
+            thread = await program.thread(log, chain, topic)
+            run = ctx.run_context.child(self._role.name)
+            try:
+                with playing_role(run):
+                    played = await program.play(self._role, thread)
+            except AgentError as exc:
+                exc.with_path(run.path)
+                raise
+            try:
+                event = await program.record(log, topic, self._role, played, snapshot.last_id)
+            except AppendConflict:
+                # Another writer appended to the topic meanwhile: its step stands, ours is
+                # dropped, and the moderator decides again from what the log holds.
+                fresh = (await program.read(log, topic)).chain
+                await ctx.send(fresh[-1].id if fresh else message)
+                return None
         await ctx.send(event.id)
-        return AgentResponse(messages=program.messages([chain[0], event]), value=output)
+        return AgentResponse(
+            messages=[message_of(self._role.name, played.content)], value=played.output
+        )
