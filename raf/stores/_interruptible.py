@@ -101,10 +101,15 @@ async def run_interruptible(
 
     Example:
         >>> import threading
-        >>> stop = threading.Event()
+        >>> started, stop = threading.Event(), threading.Event()
+        >>> def call() -> bool:
+        ...     started.set()
+        ...     return stop.wait(60)
         >>> async def main() -> bool:
-        ...     with anyio.move_on_after(0.01):
-        ...         await run_interruptible(lambda: stop.wait(60), stop.set)
+        ...     async with anyio.create_task_group() as tg:
+        ...         tg.start_soon(run_interruptible, call, stop.set)
+        ...         await to_thread.run_sync(started.wait)  # the call is running
+        ...         tg.cancel_scope.cancel()
         ...     return stop.is_set()
         >>> anyio.run(main)
         True
