@@ -36,7 +36,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from raf._defaults import new_list, new_set
+from raf._defaults import new_dict, new_list, new_set
 from raf.errors import SessionBusy
 from raf.session import Session
 from raf.stores import Checkpoint, CheckpointStore, EventLog, StoredEvent, new_id
@@ -66,6 +66,14 @@ class _State(BaseModel):
     """`Session.snapshot()` of the thread's session."""
     seen: list[str] = Field(default_factory=new_list)
     """AG-UI message ids the thread has taken in or produced."""
+    runs: int = 0
+    """Runs started on the thread."""
+    asked: dict[str, str] = Field(default_factory=new_dict)
+    """The open requests: raf request id to the id the client knows it by."""
+    said: list[str] = Field(default_factory=new_list)
+    """Messages (JSON) the client was sent in the earlier runs of a turn still waiting."""
+    context: list[str] = Field(default_factory=new_list)
+    """The client context the thread took in last (AG-UI `context`, one JSON entry each)."""
 
 
 class _Saved(BaseModel):
@@ -93,6 +101,16 @@ class Thread:
     """Held while the thread is saved, so saves land in order."""
     listed: bool = False
     """Whether the store's log has the thread's event (written by its first save)."""
+    runs: int = 0
+    """Runs started on the thread: the turn number in the ids of the requests it asks."""
+    asked: dict[str, str] = field(default_factory=new_dict)
+    """The open requests: raf request id to the id the client knows it by (unique in the
+    thread, since raf's ids repeat from turn to turn)."""
+    said: list[str] = field(default_factory=new_list)
+    """Messages (JSON) the client was sent in the earlier runs of a turn still waiting, which
+    the turn's response carries again."""
+    context: list[str] = field(default_factory=new_list)
+    """The client context the thread took in last (one JSON entry each)."""
 
 
 class Threads:
@@ -136,7 +154,14 @@ class Threads:
     async def save(self, thread: Thread) -> None:
         """Write the thread's session and seen ids as its newest state."""
         async with thread.lock:
-            saved = _State(state=thread.session.snapshot(), seen=sorted(thread.seen))
+            saved = _State(
+                state=thread.session.snapshot(),
+                seen=sorted(thread.seen),
+                runs=thread.runs,
+                asked=thread.asked,
+                said=thread.said,
+                context=thread.context,
+            )
             checkpoint_id = new_id()
             await self.store.save(
                 Checkpoint(
@@ -167,7 +192,16 @@ class Threads:
             saved = _State.model_validate(checkpoint.data)
             session = Session(thread_id, store=self.store)
             session.restore(saved.state)
-            return Thread(thread_id, session, set(saved.seen), listed=True)
+            return Thread(
+                thread_id,
+                session,
+                set(saved.seen),
+                listed=True,
+                runs=saved.runs,
+                asked=dict(saved.asked),
+                said=list(saved.said),
+                context=list(saved.context),
+            )
         return await self._load_earlier(thread_id)
 
     async def _load_earlier(self, thread_id: str) -> Thread:

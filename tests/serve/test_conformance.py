@@ -34,7 +34,7 @@ def test_the_official_client_accepts_a_nested_run_with_a_waiting_request() -> No
         assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
     for needed in ("SUBAGENT_STARTED", "TOOL_CALL_RESULT", "REASONING_MESSAGE_CONTENT"):
         assert needed in first
-    assert [i["id"] for i in summary["interrupts"]] == ["newsroom/review@1#0"]
+    assert [i["id"] for i in summary["interrupts"]] == ["newsroom/review@1#0~1"]
     assert "SUBAGENT_STARTED" not in second  # answering does not redo the draft
     texts = [m.get("content") for m in summary["messages"] if m["role"] == "assistant"]
     assert "Published: A short piece on the library. [approved]" in texts
