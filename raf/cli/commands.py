@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from functools import partial
 from pathlib import Path
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from raf.cli.interrupt import EXIT_INTERRUPTED, until_interrupted
 from raf.cli.run import RunRequest, load_session, run_and_answer
 from raf.cli.targets import as_agent, load_target
 from raf.registry import AgentTree, tree_of
+
+_EVERY_ADDRESS = frozenset({"", "0.0.0.0", "::"})
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
@@ -72,6 +77,12 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_serve(args: argparse.Namespace, console: Console) -> int:
     """`raf serve MODULE:ATTR`: serve the agent over AG-UI (HTTP), with its web page."""
+    port: int = args.port
+    if not 0 <= port <= 65535:
+        raise SystemExit(f"port {port} is not a TCP port: pass 0..65535 (0 picks a free one)")
+    limit: int | None = args.max_body_bytes
+    if limit is not None and limit <= 0:
+        raise SystemExit(f"--max-body-bytes {limit} is not a size: pass a positive number")
     try:
         from raf.serve import serve
     except ImportError as exc:
@@ -79,18 +90,38 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> int:
             f"`raf serve` needs the server extra ({exc.name} is missing): pip install 'raf[server]'"
         ) from None
     agent = as_agent(load_target(args.target))
-    where = f"http://{args.host}:{args.port}/" if args.port else "a free port (see below)"
-    console.print(f"[dim]serving {agent.id!r} over AG-UI, the web page at {where}; Ctrl-C stops[/]")
+    host: str = args.host
+    everywhere = host in _EVERY_ADDRESS
+    token = args.token if args.token is not None else os.environ.get("RAF_TOKEN", "")
+    if everywhere and not token:
+        print(
+            f"raf serve: warning: serving every address without a token, anyone who reaches "
+            f"port {port} can run {agent.id!r}; pass --token TOKEN (or set RAF_TOKEN)",
+            file=sys.stderr,
+        )
+    # A URL the host guard accepts: binding every address adds no name but the loopback ones.
+    shown = "127.0.0.1" if everywhere else (f"[{host}]" if ":" in host else host)
+    where = f"http://{shown}:{port}/" if port else "a free port (see below)"
+    console.print(
+        f"[dim]serving {escape(agent.id)!r} over AG-UI, the web page at {where}; Ctrl-C stops[/]",
+        highlight=False,
+    )
+    if everywhere and not args.allow_host:
+        console.print(
+            "[dim]other machines reach it once you name the host they use: --allow-host NAME[/]"
+        )
+    limits = {} if limit is None else {"max_body_bytes": limit}
     try:
         anyio.run(
             partial(
                 serve,
                 agent,
-                host=args.host,
-                port=args.port,
+                host=host,
+                port=port,
                 token=args.token,
                 allowed_hosts=args.allow_host,
                 allowed_origins=args.allow_origin,
+                **limits,
             )
         )
     except KeyboardInterrupt:  # uvicorn shut down cleanly first
