@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 
@@ -138,6 +139,8 @@ def cmd_acp(args: argparse.Namespace, console: Console) -> int:
             f"`raf acp` needs the ACP extra ({exc.name} is missing): pip install 'raf[acp]'"
         ) from None
     agent = as_agent(load_target(args.target))
+    if args.store is not None:
+        _check_store(args.store)
 
     async def body() -> int:
         if args.store is None:
@@ -150,6 +153,26 @@ def cmd_acp(args: argparse.Namespace, console: Console) -> int:
         return 0
 
     return anyio.run(until_interrupted, body, backend="asyncio")
+
+
+def _check_store(path: str) -> None:
+    """Fail in one line, before serving, when `path` cannot hold a SQLite store.
+
+    Raises:
+        SystemExit: saying what is wrong with the path.
+    """
+    import sqlite3
+
+    where = Path(path)
+    if where.is_dir():
+        raise SystemExit(f"--store {path!r} is a directory: give a file path, say sessions.db")
+    if not where.parent.is_dir():
+        raise SystemExit(f"--store {path!r}: no directory {str(where.parent)!r}; create it first")
+    try:
+        with closing(sqlite3.connect(path)) as connection:
+            connection.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.Error as exc:
+        raise SystemExit(f"--store {path!r} cannot be used as a SQLite store: {exc}") from None
 
 
 def _print_tree(tree: AgentTree, console: Console) -> None:

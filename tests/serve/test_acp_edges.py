@@ -1,0 +1,138 @@
+"""`raf acp` at its edges: malformed lines, a question dismissed or cancelled, an empty prompt,
+a failed turn's plan and tool calls, a bad `--store` path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp.schema import AgentPlanUpdate, ToolCallProgress
+
+from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env
+from tests.serve.test_acp import RecordingClient, on_asyncio, prompt, serving
+
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": PROTOCOL_VERSION},
+}
+
+
+def test_lines_that_are_not_a_json_object_get_errors_and_the_server_goes_on() -> None:
+    bad = [b"[]", b"null", b'"s"', b"42", b'[{"jsonrpc": "2.0", "id": 7}]', b"garbage{"]
+    sent = b"\n".join([*bad, json.dumps(_INITIALIZE).encode()]) + b"\n"
+    done = subprocess.run(
+        [RAF, "acp", "tests.cli.targets:counter"],
+        input=sent,
+        capture_output=True,
+        cwd=ROOT,
+        env=offline_env(),
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr  # the input ended: the server stops
+    replies = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    codes = [r["error"]["code"] for r in replies[:-1]]
+    assert codes == [-32600, -32600, -32600, -32600, -32600, -32700]
+    assert all(r["id"] is None for r in replies[:-1])
+    assert "batch" in replies[0]["error"]["data"]["details"]
+    assert replies[-1]["id"] == 1 and replies[-1]["result"]["agentInfo"]["name"] == "raf"
+
+
+@pytest.mark.anyio
+async def test_a_dismissed_question_is_asked_again_and_the_prompt_runs_after_it() -> None:
+    client = RecordingClient(choose=None)
+    reasons: list[str] = []
+
+    async def scenario() -> None:
+        async with serving("approval", client) as (conn, session_id):
+            reasons.append(await prompt(conn, session_id, "cats"))
+            reasons.append(await prompt(conn, session_id, "dogs"))  # dismissed again
+            client.choose = "approve"
+            reasons.append(await prompt(conn, session_id, "dogs"))
+
+    await on_asyncio(scenario)
+    assert reasons == ["cancelled", "cancelled", "end_turn"]
+    text = client.text()
+    assert "is still open, so the prompt was not sent" in text
+    assert "**review**: draft on cats: approve" in text  # never "draft on cats: dogs"
+    assert text.endswith("**review**: draft on dogs: approve")
+    assert "cats: dogs" not in text
+    assert len(client.asked) == 4  # cats, cats again, cats a third time, then dogs
+
+
+@pytest.mark.anyio
+async def test_a_prompt_naming_a_choice_answers_a_dismissed_question() -> None:
+    client = RecordingClient(choose=None)
+    reasons: list[str] = []
+
+    async def scenario() -> None:
+        async with serving("approval", client) as (conn, session_id):
+            reasons.append(await prompt(conn, session_id, "cats"))
+            reasons.append(await prompt(conn, session_id, "Reject"))
+
+    await on_asyncio(scenario)
+    assert reasons == ["cancelled", "end_turn"]
+    assert client.text().endswith("**review**: draft on cats: reject")
+    assert len(client.asked) == 1
+
+
+@pytest.mark.anyio
+async def test_an_empty_prompt_is_refused() -> None:
+    client = RecordingClient()
+    errors: list[RequestError] = []
+
+    async def scenario() -> None:
+        async with serving("counter", client) as (conn, session_id):
+            try:
+                await conn.prompt(session_id=session_id, prompt=[text_block("  ")])
+            except RequestError as exc:
+                errors.append(exc)
+            assert await prompt(conn, session_id, "hi") == "end_turn"
+
+    await on_asyncio(scenario)
+    [error] = errors
+    assert error.code == -32602 and "no text" in json.dumps(error.data)
+
+
+@pytest.mark.anyio
+async def test_a_failed_turn_leaves_no_plan_entry_running() -> None:
+    client = RecordingClient()
+    errors: list[RequestError] = []
+
+    async def scenario() -> None:
+        async with serving("failing", client) as (conn, session_id):
+            try:
+                await prompt(conn, session_id, "hi")
+            except RequestError as exc:
+                errors.append(exc)
+
+    await on_asyncio(scenario)
+    assert errors and "WorkflowError" in str(errors[0])
+    plans = [u for u in client.updates if isinstance(u, AgentPlanUpdate)]
+    assert plans and all(e.status != "in_progress" for e in plans[-1].entries)
+    running = [u for u in client.updates if isinstance(u, ToolCallProgress)]
+    assert all(u.status != "in_progress" for u in running[-1:])
+
+
+def test_a_bad_store_path_fails_at_start_in_one_line() -> None:
+    for where, said in [
+        ("no/such/dir/s.db", "no directory"),
+        (".", "is a directory"),
+        ("pyproject.toml", "cannot be used as a SQLite store"),
+    ]:
+        done = subprocess.run(
+            [RAF, "acp", "tests.cli.targets:counter", "--store", where],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=offline_env(),
+            timeout=TIMEOUT,
+            check=False,
+        )
+        assert done.returncode == 2
+        [line] = done.stderr.splitlines()
+        assert line.startswith("raf acp: --store") and said in line
