@@ -185,11 +185,7 @@ async def demo_providers(prompt: str) -> AsyncGenerator[dict[str, LlmProvider]]:
     from raf.providers.openai import OpenAIProvider, create_client
 
     model = os.environ.get("RAF_MODEL", "gpt-4o-mini")
-    try:
-        client = create_client()
-    except ValueError as exc:  # no key for the OpenAI API: a mistake in the setup
-        raise SystemExit(str(exc)) from None
-    async with client:
+    async with create_client() as client:
         provider = OpenAIProvider(client, model)
         yield dict.fromkeys(("researcher", "planner", "forecaster", "packer"), provider)
 

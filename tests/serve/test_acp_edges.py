@@ -136,3 +136,24 @@ def test_a_bad_store_path_fails_at_start_in_one_line() -> None:
         assert done.returncode == 2
         [line] = done.stderr.splitlines()
         assert line.startswith("raf acp: --store") and said in line
+
+
+@pytest.mark.anyio
+async def test_sessions_are_kept_in_the_store_and_only_running_turns_in_memory() -> None:
+    from raf import FunctionAgent
+    from raf.serve.acp.server import AcpServer
+
+    class Quiet:
+        async def session_update(self, session_id: str, update: object, **kwargs: object) -> None:
+            pass
+
+    server = AcpServer(FunctionAgent("echo", lambda m: m[-1].text))
+    server.on_connect(Quiet())  # pyright: ignore[reportArgumentType]
+    ids = [(await server.new_session(cwd="/w")).session_id for _ in range(20)]
+    for session_id in ids:
+        reply = await server.prompt(session_id, [text_block("hi")])
+        assert reply.stop_reason == "end_turn"
+    assert server._turns == {}  # pyright: ignore[reportPrivateUsage]
+    assert len((await server.list_sessions()).sessions) == 20
+    with pytest.raises(RequestError, match="Invalid params"):
+        await server.prompt("never-made", [text_block("hi")])

@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -130,3 +131,18 @@ async def test_every_address_without_a_token_warns_and_shows_a_url_that_answers(
     assert url.group(1) == f"http://127.0.0.1:{port}/"
     assert trees.status_code == 200
     assert "warning: serving every address without a token" in log
+
+
+def test_a_body_limit_that_is_no_size_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(RAF), "serve", f"{TREES}:newsroom", "--max-body-bytes", "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "raf serve: --max-body-bytes 0 is not a size: pass a positive number"
+    ]

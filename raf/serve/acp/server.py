@@ -75,10 +75,10 @@ PromptBlock = (
 
 
 @dataclass
-class _AcpSession:
-    """One ACP session this connection opened or loaded, and the turn running on it."""
+class _Turn:
+    """A prompt running on a session."""
 
-    turn: anyio.CancelScope | None = None
+    scope: anyio.CancelScope | None = None
     cancelled: bool = False
 
 
@@ -103,7 +103,7 @@ class AcpServer:
         self.agent = agent
         self._client: Client | None = None
         self._kept = AcpSessions(MemoryCheckpointStore() if store is None else store)
-        self._sessions: dict[str, _AcpSession] = {}
+        self._turns: dict[str, _Turn] = {}
 
     def on_connect(self, conn: Client) -> None:
         """Keep the connection to the client (called by the SDK)."""
@@ -135,7 +135,6 @@ class AcpServer:
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
         """Open a session: a fresh raf `Session` with the same id, kept in the store."""
         session_id = await self._kept.create(cwd)
-        self._sessions[session_id] = _AcpSession()
         return NewSessionResponse(session_id=session_id)
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
@@ -143,7 +142,6 @@ class AcpServer:
         await self._known(session_id)
         for chunk in await self._kept.replay(session_id, self.agent.id):
             await self._send(session_id, chunk)
-        self._sessions.setdefault(session_id, _AcpSession())
         return LoadSessionResponse()
 
     async def list_sessions(
@@ -154,10 +152,11 @@ class AcpServer:
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Cancel the session's running turn, if any."""
-        state = self._sessions.get(session_id)
-        if state is not None and state.turn is not None:
+        state = self._turns.get(session_id)
+        if state is not None:
             state.cancelled = True
-            state.turn.cancel()
+            if state.scope is not None:
+                state.scope.cancel()
 
     async def _known(self, session_id: str) -> None:
         if await self._kept.facts(session_id) is None:
@@ -169,15 +168,7 @@ class AcpServer:
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
         """Run the agent on the prompt, streaming the run as session updates."""
-        state = self._sessions.get(session_id)
-        if state is None:
-            raise RequestError.invalid_params(
-                {
-                    "sessionId": session_id,
-                    "details": "unknown session; call session/new, or session/load",
-                }
-            )
-        if state.turn is not None:
+        if session_id in self._turns:
             raise RequestError.invalid_request(
                 {"sessionId": session_id, "details": "a prompt is already running on it"}
             )
@@ -186,12 +177,22 @@ class AcpServer:
             raise RequestError.invalid_params(
                 {"prompt": "the prompt has no text: send a text block (or a text resource)"}
             )
-        state.cancelled = False
+        # Only running turns are kept in memory; sessions are in the store.
+        state = self._turns[session_id] = _Turn()
+        try:
+            await self._known(session_id)
+            return await self._prompt(session_id, text, state)
+        finally:
+            del self._turns[session_id]
+
+    async def _prompt(self, session_id: str, text: str, state: _Turn) -> PromptResponse:
+        if state.cancelled:  # cancelled before it started
+            return PromptResponse(stop_reason="cancelled")
         stop: StopReason = "cancelled"
         usage: Usage | None = None
         updates = TurnUpdates()
         with anyio.CancelScope() as scope:
-            state.turn = scope
+            state.scope = scope
             try:
                 async with self._kept.hold(session_id, text) as thread:
                     stop, usage = await self._turn(session_id, thread.session, text, updates)
@@ -200,7 +201,7 @@ class AcpServer:
                     {"sessionId": session_id, "details": f"{exc}: another editor runs it"}
                 ) from exc
             finally:
-                state.turn = None
+                state.scope = None
         if scope.cancelled_caught or state.cancelled:
             await self._close(session_id, updates)
             return PromptResponse(stop_reason="cancelled", usage=usage)
