@@ -59,7 +59,7 @@ async def stream_run(
             await send(_ENCODER.encode(event).encode())
 
     await emit(run.mapper.started())
-    stopped = False
+    stopped = ended = False
     async with anyio.create_task_group() as group:
         if stopping is not None:
 
@@ -71,8 +71,9 @@ async def stream_run(
 
             group.start_soon(stop)
         await _held(agent, run_input, threads, run, emit)
+        ended = True  # whatever `stopping` does now, the run has ended its stream
         group.cancel_scope.cancel()
-    if stopped:
+    if stopped and not ended:
         error = RuntimeError("the server stopped during the run: send it again once it is back")
         await emit(run.mapper.failed(error, code=SERVER_STOPPING))
 
