@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import json
 import subprocess
+from typing import Any
 
+import anyio
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
-from acp.schema import AgentPlanUpdate, ToolCallProgress
+from acp.schema import (
+    AgentPlanUpdate,
+    DeniedOutcome,
+    RequestPermissionResponse,
+    ToolCallProgress,
+)
 
 from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env
 from tests.serve.test_acp import RecordingClient, on_asyncio, prompt, serving
@@ -157,3 +164,49 @@ async def test_sessions_are_kept_in_the_store_and_only_running_turns_in_memory()
     assert len((await server.list_sessions()).sessions) == 20
     with pytest.raises(RequestError, match="Invalid params"):
         await server.prompt("never-made", [text_block("hi")])
+
+
+@pytest.mark.anyio
+async def test_a_question_cancelled_while_asked_is_asked_again_by_the_next_prompt() -> None:
+    reasons: list[str] = []
+
+    class Hesitant(RecordingClient):
+        """Leaves the first question unanswered until the turn is cancelled."""
+
+        ready: Any = None
+        released: Any = None
+
+        async def request_permission(
+            self, session_id: str, tool_call: Any, options: Any, **kw: Any
+        ) -> Any:
+            if not self.asked:
+                self.asked.append((tool_call, options))
+                assert self.released is not None
+                self.ready.set()
+                await self.released.wait()
+                return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+            return await super().request_permission(session_id, tool_call, options, **kw)
+
+    client = Hesitant(choose="approve")
+
+    async def scenario() -> None:
+        client.ready = anyio.Event()
+        client.released = anyio.Event()
+        async with serving("approval", client) as (conn, session_id):
+            async with anyio.create_task_group() as group:
+
+                async def first() -> None:
+                    reasons.append(await prompt(conn, session_id, "cats"))
+
+                group.start_soon(first)
+                await client.ready.wait()
+                await conn.cancel(session_id=session_id)
+            client.released.set()
+            reasons.append(await prompt(conn, session_id, "dogs"))
+
+    await on_asyncio(scenario)
+    assert reasons == ["cancelled", "end_turn"]
+    text = client.text()
+    assert "**review**: draft on cats: approve" in text and "cats: dogs" not in text
+    assert text.endswith("**review**: draft on dogs: approve")
+    assert len(client.asked) == 3  # cats (cancelled), cats again, dogs
