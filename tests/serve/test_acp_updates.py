@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from acp.schema import AgentMessageChunk, AgentPlanUpdate, ToolCallProgress, ToolCallStart
 
 from raf.messages import ChatMessage
@@ -88,7 +90,7 @@ def test_speakers_are_named_and_items_acp_has_no_place_for_are_dropped() -> None
     assert [c.content.text for c in unsaid] == ["\n\n**publish**: published"]
 
 
-def _paragraphs(updates: list[object]) -> list[str]:
+def _paragraphs(updates: Sequence[object]) -> list[str]:
     text = "".join(u.content.text for u in updates if isinstance(u, AgentMessageChunk))
     return text.split("\n\n")
 
