@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from raf.cli.interrupt import EXIT_INTERRUPTED, until_interrupted
 from raf.cli.run import RunRequest, load_session, run_and_answer
 from raf.cli.targets import as_agent, load_target
 from raf.registry import AgentTree, tree_of
+
+_EVERY_ADDRESS = frozenset({"", "0.0.0.0", "::"})
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
@@ -72,6 +78,12 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_serve(args: argparse.Namespace, console: Console) -> int:
     """`raf serve MODULE:ATTR`: serve the agent over AG-UI (HTTP), with its web page."""
+    port: int = args.port
+    if not 0 <= port <= 65535:
+        raise SystemExit(f"port {port} is not a TCP port: pass 0..65535 (0 picks a free one)")
+    limit: int | None = args.max_body_bytes
+    if limit is not None and limit <= 0:
+        raise SystemExit(f"--max-body-bytes {limit} is not a size: pass a positive number")
     try:
         from raf.serve import serve
     except ImportError as exc:
@@ -79,18 +91,38 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> int:
             f"`raf serve` needs the server extra ({exc.name} is missing): pip install 'raf[server]'"
         ) from None
     agent = as_agent(load_target(args.target))
-    where = f"http://{args.host}:{args.port}/" if args.port else "a free port (see below)"
-    console.print(f"[dim]serving {agent.id!r} over AG-UI, the web page at {where}; Ctrl-C stops[/]")
+    host: str = args.host
+    everywhere = host in _EVERY_ADDRESS
+    token = args.token if args.token is not None else os.environ.get("RAF_TOKEN", "")
+    if everywhere and not token:
+        print(
+            f"raf serve: warning: serving every address without a token, anyone who reaches "
+            f"port {port} can run {agent.id!r}; pass --token TOKEN (or set RAF_TOKEN)",
+            file=sys.stderr,
+        )
+    # A URL the host guard accepts: binding every address adds no name but the loopback ones.
+    shown = "127.0.0.1" if everywhere else (f"[{host}]" if ":" in host else host)
+    where = f"http://{shown}:{port}/" if port else "a free port (see below)"
+    console.print(
+        f"[dim]serving {escape(agent.id)!r} over AG-UI, the web page at {where}; Ctrl-C stops[/]",
+        highlight=False,
+    )
+    if everywhere and not args.allow_host:
+        console.print(
+            "[dim]other machines reach it once you name the host they use: --allow-host NAME[/]"
+        )
+    limits = {} if limit is None else {"max_body_bytes": limit}
     try:
         anyio.run(
             partial(
                 serve,
                 agent,
-                host=args.host,
-                port=args.port,
+                host=host,
+                port=port,
                 token=args.token,
                 allowed_hosts=args.allow_host,
                 allowed_origins=args.allow_origin,
+                **limits,
             )
         )
     except KeyboardInterrupt:  # uvicorn shut down cleanly first
@@ -107,6 +139,8 @@ def cmd_acp(args: argparse.Namespace, console: Console) -> int:
             f"`raf acp` needs the ACP extra ({exc.name} is missing): pip install 'raf[acp]'"
         ) from None
     agent = as_agent(load_target(args.target))
+    if args.store is not None:
+        _check_store(args.store)
 
     async def body() -> int:
         if args.store is None:
@@ -119,6 +153,26 @@ def cmd_acp(args: argparse.Namespace, console: Console) -> int:
         return 0
 
     return anyio.run(until_interrupted, body, backend="asyncio")
+
+
+def _check_store(path: str) -> None:
+    """Fail in one line, before serving, when `path` cannot hold a SQLite store.
+
+    Raises:
+        SystemExit: saying what is wrong with the path.
+    """
+    import sqlite3
+
+    where = Path(path)
+    if where.is_dir():
+        raise SystemExit(f"--store {path!r} is a directory: give a file path, say sessions.db")
+    if not where.parent.is_dir():
+        raise SystemExit(f"--store {path!r}: no directory {str(where.parent)!r}; create it first")
+    try:
+        with closing(sqlite3.connect(path)) as connection:
+            connection.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.Error as exc:
+        raise SystemExit(f"--store {path!r} cannot be used as a SQLite store: {exc}") from None
 
 
 def _print_tree(tree: AgentTree, console: Console) -> None:

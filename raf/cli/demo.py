@@ -25,7 +25,8 @@ from rich.console import Console
 from raf.agent import IAgent
 from raf.builders import ConcurrentBuilder, SequentialBuilder
 from raf.cli.live_tree import stream_live
-from raf.cli.run import print_answer
+from raf.cli.run import print_answer, report_failure
+from raf.errors import AgentError
 from raf.messages import ChatMessage
 from raf.providers.base import LlmProvider
 from raf.react import ReactAgent
@@ -191,10 +192,14 @@ async def demo_providers(prompt: str) -> AsyncGenerator[dict[str, LlmProvider]]:
 
 async def run_demo(console: Console, prompt: str) -> int:
     """Run the demo on `prompt`, drawing the live tree; return an exit code."""
-    async with demo_providers(prompt) as providers:
-        agent = build_demo(providers)
-        console.print(f"[dim]model: {_model_note(providers)}[/]")
-        response = await stream_live(agent, prompt, console)
+    try:
+        async with demo_providers(prompt) as providers:
+            agent = build_demo(providers)
+            console.print(f"[dim]model: {_model_note(providers)}[/]")
+            response = await stream_live(agent, prompt, console)
+    except AgentError as exc:  # one line, as `raf run` says it (exit 2: the endpoint)
+        console.print()
+        return report_failure(exc)
     console.print()
     print_answer(agent, response, console)
     console.print(f"[dim]{response.usage.total_tokens} tokens in the whole tree[/]")

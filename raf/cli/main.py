@@ -6,7 +6,7 @@
     raf tree MODULE:ATTR [--json]              the agent tree
     raf graph MODULE:ATTR --format mermaid     a workflow's graph (mermaid or dot)
     raf serve MODULE:ATTR [--port 8000]        serve it over AG-UI (HTTP), with a web page
-        [--host 127.0.0.1] [--token TOKEN]
+        [--host 127.0.0.1] [--token TOKEN] [--max-body-bytes N]
     raf acp MODULE:ATTR [--store PATH]         serve an agent to ACP editors over stdio
 
 `ATTR` may be an `IAgent`, a `Workflow`, or a zero-argument factory of either; `MODULE` is a
@@ -98,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="port (0: a free one)")
     serve.add_argument("--token", help="bearer token the API requires (default: $RAF_TOKEN)")
     serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        metavar="N",
+        help="the longest request body read; longer ones get 413 (default: 10 MiB)",
+    )
+    serve.add_argument(
         "--allow-host",
         action="append",
         metavar="NAME",
@@ -135,7 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_MISTAKE
     args = parser.parse_args(argv)
-    console = Console()
+    # Piped, lines stay whole (a reader greps them); at a terminal, rich fits them to it.
+    console = Console(soft_wrap=not sys.stdout.isatty())
     try:
         status = cast(int, args.handler(args, console))
     except SystemExit as exc:

@@ -24,13 +24,36 @@ from rich.markup import escape
 
 from raf.agent import IAgent
 from raf.cli.live_tree import stream_live
-from raf.errors import AgentError
+from raf.errors import AgentError, ProviderError
 from raf.messages import ChatMessage
 from raf.session import Session
 from raf.updates import AgentResponse, RequestInfoUpdate
 
 EXIT_FAILED = 1
 """The exit status of a run that failed."""
+
+EXIT_CONFIGURATION = 2
+"""The exit status of a run that failed because of how it was set up: the model endpoint
+cannot be reached, or refuses the key or the model (a mistake, like those in the command)."""
+
+_CONFIGURATION_STATUSES = frozenset({401, 403, 404})
+
+
+def report_failure(exc: AgentError) -> int:
+    """Say on stderr, in one unwrapped line, why the run failed; its exit status."""
+    errors = Console(stderr=True, soft_wrap=True)
+    errors.print(f"[bold red]{type(exc).__name__}:[/] {escape(str(exc))}", highlight=False)
+    return EXIT_CONFIGURATION if _is_configuration(exc) else EXIT_FAILED
+
+
+def _is_configuration(exc: AgentError) -> bool:
+    if not isinstance(exc, ProviderError):
+        return False
+    if exc.status in _CONFIGURATION_STATUSES:
+        return True
+    import openai
+
+    return exc.status is None and isinstance(exc.__cause__, openai.APIConnectionError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +109,9 @@ async def run_and_answer(
         response = await run_agent(agent, request, session, console)
     except AgentError as exc:
         # The message says what happened, where (the agent path) and what to do.
-        errors = Console(stderr=True) if request.as_json else console
-        errors.print()
-        errors.print(f"[bold red]{type(exc).__name__}:[/] {escape(str(exc))}")
-        return EXIT_FAILED
+        if not request.as_json:
+            console.print()
+        return report_failure(exc)
     if session is not None and request.session_file is not None:
         # In a thread that Ctrl-C does not abandon: the file is written whole or not at all.
         await anyio.to_thread.run_sync(save_session, session, request.session_file)

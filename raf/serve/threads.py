@@ -27,16 +27,16 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from raf._defaults import new_list, new_set
+from raf._defaults import new_dict, new_list, new_set
 from raf.errors import SessionBusy
 from raf.session import Session
 from raf.stores import Checkpoint, CheckpointStore, EventLog, StoredEvent, new_id
@@ -66,6 +66,14 @@ class _State(BaseModel):
     """`Session.snapshot()` of the thread's session."""
     seen: list[str] = Field(default_factory=new_list)
     """AG-UI message ids the thread has taken in or produced."""
+    runs: int = 0
+    """Runs started on the thread."""
+    asked: dict[str, str] = Field(default_factory=new_dict)
+    """The open requests: raf request id to the id the client knows it by."""
+    said: list[str] = Field(default_factory=new_list)
+    """Messages (JSON) the client was sent in the earlier runs of a turn still waiting."""
+    context: list[str] = Field(default_factory=new_list)
+    """The client context the thread took in last (AG-UI `context`, one JSON entry each)."""
 
 
 class _Saved(BaseModel):
@@ -93,6 +101,16 @@ class Thread:
     """Held while the thread is saved, so saves land in order."""
     listed: bool = False
     """Whether the store's log has the thread's event (written by its first save)."""
+    runs: int = 0
+    """Runs started on the thread: the turn number in the ids of the requests it asks."""
+    asked: dict[str, str] = field(default_factory=new_dict)
+    """The open requests: raf request id to the id the client knows it by (unique in the
+    thread, since raf's ids repeat from turn to turn)."""
+    said: list[str] = field(default_factory=new_list)
+    """Messages (JSON) the client was sent in the earlier runs of a turn still waiting, which
+    the turn's response carries again."""
+    context: list[str] = field(default_factory=new_list)
+    """The client context the thread took in last (one JSON entry each)."""
 
 
 class Threads:
@@ -136,7 +154,14 @@ class Threads:
     async def save(self, thread: Thread) -> None:
         """Write the thread's session and seen ids as its newest state."""
         async with thread.lock:
-            saved = _State(state=thread.session.snapshot(), seen=sorted(thread.seen))
+            saved = _State(
+                state=thread.session.snapshot(),
+                seen=sorted(thread.seen),
+                runs=thread.runs,
+                asked=thread.asked,
+                said=thread.said,
+                context=thread.context,
+            )
             checkpoint_id = new_id()
             await self.store.save(
                 Checkpoint(
@@ -164,11 +189,38 @@ class Threads:
         checkpoint_id = await self.store.latest(_key(thread_id))
         if checkpoint_id is not None:
             checkpoint = await self.store.load(checkpoint_id)
-            saved = _State.model_validate(checkpoint.data)
-            session = Session(thread_id, store=self.store)
-            session.restore(saved.state)
-            return Thread(thread_id, session, set(saved.seen), listed=True)
+            return self._thread(thread_id, _State.model_validate(checkpoint.data), listed=True)
         return await self._load_earlier(thread_id)
+
+    async def fork(self, thread_id: str, data: Mapping[str, Any]) -> None:
+        """Start the new thread `thread_id` as a copy of a thread's saved checkpoint `data`.
+
+        Raises:
+            ValueError: when `data` is not a thread's saved state.
+        """
+        try:
+            saved = _State.model_validate(data)
+        except ValidationError as exc:
+            raise ValueError(f"not a thread's saved state: {exc.errors()[0]['msg']}") from None
+        async with self.hold(thread_id) as thread:
+            thread.session.restore(saved.state)
+            thread.seen, thread.runs, thread.asked = set(saved.seen), saved.runs, dict(saved.asked)
+            thread.said, thread.context = list(saved.said), list(saved.context)
+            await self.save(thread)
+
+    def _thread(self, thread_id: str, saved: _State, *, listed: bool) -> Thread:
+        session = Session(thread_id, store=self.store)
+        session.restore(saved.state)
+        return Thread(
+            thread_id,
+            session,
+            set(saved.seen),
+            listed=listed,
+            runs=saved.runs,
+            asked=dict(saved.asked),
+            said=list(saved.said),
+            context=list(saved.context),
+        )
 
     async def _load_earlier(self, thread_id: str) -> Thread:
         """A thread as an earlier raf saved it (its whole session JSON, named by its event)."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from rich.console import Console
 
 from raf.cli.demo import run_demo
 from raf.messages import ChatMessage
 from raf.providers.openai import LOCAL_API_KEY
-from raf.testing import Quirks, ScriptedOpenAIServer, Turn, text, tool_calls
+from raf.testing import Quirks, ScriptedOpenAIServer, Turn, error, text, tool_calls
 from tests.cli.support import raf
 
 pytestmark = pytest.mark.anyio
@@ -77,3 +79,25 @@ async def test_raf_demo_runs_on_a_local_server_with_a_base_url_alone() -> None:
     assert "Traceback" not in done.err
     assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {LOCAL_API_KEY}"}
     assert {r.body["model"] for r in server.requests} == {"local-model"}
+
+
+async def test_raf_demo_on_a_dead_endpoint_says_so_in_one_line_and_exits_2() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = await raf("demo", env={"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"})
+    assert done.status == 2
+    errors = [line for line in done.err.splitlines() if not line.startswith("model '")]
+    assert len(errors) == 1 and errors[0].startswith("ProviderError:"), done.err
+    assert "could not reach" in errors[0]
+    assert "Traceback" not in done.out + done.err
+
+
+async def test_raf_demo_with_a_refused_key_exits_2_in_one_line() -> None:
+    async with ScriptedOpenAIServer(lambda m: error(status=401)) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "wrong"}
+        done = await raf("demo", env=env)
+    assert done.status == 2
+    errors = [line for line in done.err.splitlines() if not line.startswith("model '")]
+    assert len(errors) == 1 and "HTTP 401" in errors[0], done.err
+    assert "Traceback" not in done.out + done.err

@@ -84,9 +84,12 @@ async def test_json_mode_keeps_stdout_for_updates_and_says_how_to_answer_on_stde
     assert "answer with: raf run tests.cli.targets:approval" in done.err
 
 
-async def test_a_failed_run_exits_1_with_its_error_and_path() -> None:
-    done = await raf("run", "tests.cli.targets:failing", "hi")
+async def test_a_failed_run_exits_1_with_its_error_and_path_on_stderr_unwrapped() -> None:
+    done = await raf("run", "tests.cli.targets:failing", "hi", env={"COLUMNS": "60"})
     assert done.status == 1
-    assert "WorkflowError: executor 'b' failed" in done.out and "(at 's')" in done.out
-    assert "RuntimeError: [bold]no[/bold] database" in done.out
+    [said] = [line for line in done.err.splitlines() if line.strip()]
+    assert said.startswith("WorkflowError: executor 'b' failed") and "(at 's')" in said
+    assert len(said) > 60  # piped: one whole line, not wrapped to the terminal's width
+    assert "RuntimeError: [bold]no[/bold] database" in said
+    assert "WorkflowError" not in done.out
     assert "Traceback" not in done.out + done.err

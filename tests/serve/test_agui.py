@@ -141,9 +141,27 @@ def test_a_failure_errors_the_open_subagents_on_its_path() -> None:
     events = [
         e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in mapper.failed(failure)
     ]
-    assert [e["type"] for e in events] == ["SUBAGENT_ERROR", "RUN_ERROR"]
+    assert [e["type"] for e in events] == ["SUBAGENT_ERROR", "STEP_FINISHED", "RUN_ERROR"]
+    assert events[1]["stepName"] == "a"
     assert events[-1]["metadata"] == {"path": ["team", "a"]}
     assert events[-1]["code"] == "WorkflowError"
+
+
+@given(agent_streams())
+def test_a_failure_at_any_point_finishes_every_step_message_and_call(
+    updates: list[AgentUpdate],
+) -> None:
+    mapper = AguiMapper(FunctionAgent("root", lambda m: ""), thread_id="t", run_id="r")
+    events = mapper.started()
+    for update in updates[: len(updates) // 2]:  # the run fails half-way
+        events += mapper.map(update)
+    events += mapper.failed(RuntimeError("down"))
+    wire = [e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in events]
+    check_order(wire)
+    kinds = [e["type"] for e in wire]
+    assert kinds.count("STEP_STARTED") == kinds.count("STEP_FINISHED")
+    for bracket in ("TEXT_MESSAGE", "TOOL_CALL", "REASONING_MESSAGE"):
+        assert kinds.count(f"{bracket}_START") == kinds.count(f"{bracket}_END")
 
 
 def test_an_agent_error_names_its_path_from_the_root() -> None:

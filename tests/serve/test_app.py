@@ -20,7 +20,7 @@ from tests.serve.trees import failing_team, newsroom, run_input, user
 
 pytestmark = pytest.mark.anyio
 
-REVIEW = "newsroom/review@1#0"
+REVIEW = "newsroom/review@1#0~1"
 
 
 def client(app: Starlette, token: str | None = None) -> httpx2.AsyncClient:
@@ -242,7 +242,8 @@ async def test_a_second_run_on_a_busy_thread_gets_session_busy() -> None:
             gate.set()
     assert types(results["second"]) == ["RUN_STARTED", "RUN_ERROR"]
     assert results["second"][-1]["code"] == "SessionBusy"
-    assert "'busy' is busy" in results["second"][-1]["message"]
+    said = results["second"][-1]["message"]
+    assert "thread 'busy' has a run in progress" in said and "send this run again" in said
     assert text_of(results["first"], "slow") == "working done"
 
 

@@ -13,8 +13,9 @@ import subprocess
 
 from raf.serve import create_app
 from raf.stores import MemoryCheckpointStore
-from tests.serve.servers import node_client, running
-from tests.serve.trees import newsroom
+from tests.serve.servers import JS, node_client, running
+from tests.serve.test_run_edges import two_questions
+from tests.serve.trees import failing_team, newsroom
 
 
 def test_the_official_client_accepts_a_nested_run_with_a_waiting_request() -> None:
@@ -34,7 +35,7 @@ def test_the_official_client_accepts_a_nested_run_with_a_waiting_request() -> No
         assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
     for needed in ("SUBAGENT_STARTED", "TOOL_CALL_RESULT", "REASONING_MESSAGE_CONTENT"):
         assert needed in first
-    assert [i["id"] for i in summary["interrupts"]] == ["newsroom/review@1#0"]
+    assert [i["id"] for i in summary["interrupts"]] == ["newsroom/review@1#0~1"]
     assert "SUBAGENT_STARTED" not in second  # answering does not redo the draft
     texts = [m.get("content") for m in summary["messages"] if m["role"] == "assistant"]
     assert "Published: A short piece on the library. [approved]" in texts
@@ -45,3 +46,34 @@ def test_the_official_client_accepts_a_nested_run_with_a_waiting_request() -> No
         "the city library: founded 1911, 3 branches",
         "the harbour: founded 1911, 3 branches",
     ]
+
+
+def test_the_official_client_accepts_the_edges_of_a_run() -> None:
+    node_client()
+    script = JS / "edges.mjs"
+    app = create_app([two_questions(), failing_team()], MemoryCheckpointStore())
+    with running(app) as url:
+        done = subprocess.run(
+            ["node", str(script), url], capture_output=True, text=True, timeout=60, check=False
+        )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    runs = summary["runs"]
+    for name, run in runs.items():
+        kinds = [e["type"] for e in run["events"]]
+        assert kinds[0] == "RUN_STARTED", name
+    left, right = summary["interrupts"]
+    assert left != right and left.endswith("~1")
+    # A resume naming a request that is not open: RUN_ERROR, and the questions stay open;
+    # answering both then sends each answer once.
+    assert runs["stray"]["events"][-1]["type"] == "RUN_ERROR"
+    assert runs["stray"]["events"][-1]["message"].startswith("no open request 'x'")
+    assert summary["stillOpen"] == [left, right]
+    said = [
+        m["content"] for m in summary["messages"] if m["role"] == "assistant" and m.get("content")
+    ]
+    assert said.count("left got: blue") == 1 and said.count("right got: red") == 1
+    # A failing run: every step it started is finished before RUN_ERROR.
+    failed = [e["type"] for e in runs["failed"]["events"]]
+    assert failed[-1] == "RUN_ERROR"
+    assert failed.count("STEP_STARTED") == failed.count("STEP_FINISHED") == 2

@@ -7,7 +7,7 @@ import json
 import pytest
 from ag_ui.core import RunAgentInput
 
-from raf.serve.agui.inputs import input_ids, new_messages
+from raf.serve.agui.inputs import input_ids, new_input
 
 
 def run(**fields: object) -> RunAgentInput:
@@ -36,7 +36,7 @@ def test_each_kind_of_message_becomes_a_raf_message() -> None:
             {"id": "r", "role": "reasoning", "content": "hmm"},
         ]
     )
-    messages = new_messages(given, seen=set())
+    messages = new_input(given, seen=set()).messages
     assert [(m.role, m.text) for m in messages] == [
         ("system", "Be brief."),
         ("user", "hi there"),
@@ -52,9 +52,9 @@ def test_each_kind_of_message_becomes_a_raf_message() -> None:
 def test_seen_messages_are_skipped_and_resume_entries_answer_requests() -> None:
     given = run(
         messages=[{"id": "u1", "role": "user", "content": "old"}],
-        resume=[{"interruptId": "wf/ask@0#0", "status": "resolved", "payload": {"ok": True}}],
+        resume=[{"interruptId": "wf/ask@0#0~2", "status": "resolved", "payload": {"ok": True}}],
     )
-    [answer] = new_messages(given, seen={"u1"})
+    [answer] = new_input(given, seen={"u1"}, asked={"wf/ask@0#0": "wf/ask@0#0~2"}).messages
     assert answer.role == "tool"
     result = answer.contents[0].model_dump()
     assert result["call_id"] == "wf/ask@0#0"
@@ -74,7 +74,36 @@ def test_media_and_cancelled_requests_are_refused_saying_why() -> None:
         ]
     )
     with pytest.raises(ValueError, match="text parts only"):
-        new_messages(media, seen=set())
-    cancelled = run(messages=[], resume=[{"interruptId": "q", "status": "cancelled"}])
+        new_input(media, seen=set())
+    cancelled = run(messages=[], resume=[{"interruptId": "q~1", "status": "cancelled"}])
     with pytest.raises(ValueError, match="cannot withdraw"):
-        new_messages(cancelled, seen=set())
+        new_input(cancelled, seen=set(), asked={"q": "q~1"})
+
+
+def test_a_resume_entry_naming_no_open_request_is_refused_naming_the_open_ones() -> None:
+    stray = run(messages=[], resume=[{"interruptId": "x", "status": "resolved", "payload": 1}])
+    with pytest.raises(ValueError, match=r"no open request 'x' \(the open requests are \['q~1'\]"):
+        new_input(stray, seen=set(), asked={"q": "q~1"})
+    with pytest.raises(ValueError, match="no request is open"):
+        new_input(stray, seen=set())
+
+
+def test_context_becomes_a_system_message_when_it_changes() -> None:
+    context = [{"description": "the user's city", "value": "Lisbon"}]
+    given = run(messages=[{"id": "u", "role": "user", "content": "weather?"}], context=context)
+    taken = new_input(given, seen=set())
+    assert [(m.role, m.text) for m in taken.messages] == [
+        ("system", "Context from the client:\n- the user's city: Lisbon"),
+        ("user", "weather?"),
+    ]
+    again = new_input(given, seen=set(), context=taken.context)
+    assert [m.role for m in again.messages] == ["user"]
+
+
+def test_frontend_tools_and_shared_state_are_refused_not_dropped() -> None:
+    tool = {"name": "show_map", "description": "Shows a map.", "parameters": {"type": "object"}}
+    with pytest.raises(ValueError, match=r"frontend tools \('show_map'\).*send tools: \[\]"):
+        new_input(run(messages=[], tools=[tool]), seen=set())
+    with pytest.raises(ValueError, match=r"shared state.*send state: \{\}"):
+        new_input(run(messages=[], state={"count": 1}), seen=set())
+    assert new_input(run(messages=[], tools=[], state={}), seen=set()).messages == []

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import signal
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -55,3 +59,90 @@ async def test_raf_serve_explains_a_bad_target(tmp_path: Path) -> None:
     )
     assert done.returncode != 0
     assert b"no_such_module" in done.stderr
+
+
+async def test_a_stopping_server_ends_each_run_in_flight_with_run_error(tmp_path: Path) -> None:
+    command = [str(RAF), "serve", f"{TREES}:stalling", "--port", "0"]
+    body = {
+        "threadId": "t",
+        "runId": "r",
+        "messages": [{"id": "u", "role": "user", "content": "x"}],
+    }
+    events: list[dict[str, object]] = []
+    with anyio.fail_after(30):
+        async with await anyio.open_process(command, cwd=tmp_path) as process:
+            port = await wait_for_port(process)
+            async with (
+                httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=20) as http,
+                http.stream("POST", "/agents/staller/run", json=body) as response,
+            ):
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    events.append(json.loads(line[5:]))
+                    if events[-1]["type"] == "TEXT_MESSAGE_CONTENT":  # the run is in flight
+                        process.send_signal(signal.SIGINT)
+            assert await process.wait() == 130
+    kinds = [e["type"] for e in events]
+    assert kinds[-2:] == ["TEXT_MESSAGE_END", "RUN_ERROR"]
+    assert events[-1]["code"] == "ServerStopping"
+    assert "send it again" in str(events[-1]["message"])
+
+
+async def test_a_port_out_of_range_is_one_line(tmp_path: Path) -> None:
+    done = await anyio.run_process(
+        [str(RAF), "serve", f"{TREES}:newsroom", "--port", "99999"], cwd=tmp_path, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == [
+        "raf serve: port 99999 is not a TCP port: pass 0..65535 (0 picks a free one)"
+    ]
+
+
+async def test_every_address_without_a_token_warns_and_shows_a_url_that_answers(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as probe:  # a free port, to bind every address on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [str(RAF), "serve", f"{TREES}:newsroom", "--host", "0.0.0.0", "--port", str(port)]
+    env = {k: v for k, v in os.environ.items() if k != "RAF_TOKEN"} | {"COLUMNS": "200"}
+    with anyio.fail_after(30):
+        async with await anyio.open_process(command, cwd=tmp_path, env=env) as process:
+            assert process.stdout is not None and process.stderr is not None
+            try:
+                said = ""
+                async for chunk in TextReceiveStream(process.stdout):
+                    said += chunk
+                    if "Ctrl-C" in said:
+                        break
+                url = re.search(r"web page at (http://\S+/);", said)
+                assert url is not None, said
+                log = ""
+                async for chunk in TextReceiveStream(process.stderr):
+                    log += chunk
+                    if "running on" in log:
+                        break
+                async with httpx2.AsyncClient() as http:
+                    trees = await http.get(url.group(1) + "agents")
+            finally:
+                process.send_signal(signal.SIGINT)
+            await process.wait()
+    assert url.group(1) == f"http://127.0.0.1:{port}/"
+    assert trees.status_code == 200
+    assert "warning: serving every address without a token" in log
+
+
+def test_a_body_limit_that_is_no_size_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(RAF), "serve", f"{TREES}:newsroom", "--max-body-bytes", "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "raf serve: --max-body-bytes 0 is not a size: pass a positive number"
+    ]

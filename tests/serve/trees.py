@@ -131,3 +131,8 @@ def run_input(thread_id: str, *messages: dict[str, Any], **extra: Any) -> dict[s
 def user(message_id: str, content: str) -> dict[str, Any]:
     """An AG-UI user message as JSON."""
     return {"id": message_id, "role": "user", "content": content}
+
+
+def stalling() -> IAgent:
+    """A leaf that streams one token, then waits until it is cancelled (see `Stalling`)."""
+    return Stalling().agent

@@ -50,11 +50,12 @@ from acp.schema import (
     TextResourceContents,
     Usage,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from raf.agent import IAgent
 from raf.errors import AgentError, SessionBusy
 from raf.messages import ChatMessage
+from raf.serve.acp.lines import check_lines
 from raf.serve.acp.questions import as_message, choices_of, permission_options, question_of
 from raf.serve.acp.sessions import AcpSessions
 from raf.serve.acp.updates import SessionUpdate, TurnUpdates, path_meta
@@ -74,10 +75,10 @@ PromptBlock = (
 
 
 @dataclass
-class _AcpSession:
-    """One ACP session this connection opened or loaded, and the turn running on it."""
+class _Turn:
+    """A prompt running on a session."""
 
-    turn: anyio.CancelScope | None = None
+    scope: anyio.CancelScope | None = None
     cancelled: bool = False
 
 
@@ -102,7 +103,7 @@ class AcpServer:
         self.agent = agent
         self._client: Client | None = None
         self._kept = AcpSessions(MemoryCheckpointStore() if store is None else store)
-        self._sessions: dict[str, _AcpSession] = {}
+        self._turns: dict[str, _Turn] = {}
 
     def on_connect(self, conn: Client) -> None:
         """Keep the connection to the client (called by the SDK)."""
@@ -134,7 +135,6 @@ class AcpServer:
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
         """Open a session: a fresh raf `Session` with the same id, kept in the store."""
         session_id = await self._kept.create(cwd)
-        self._sessions[session_id] = _AcpSession()
         return NewSessionResponse(session_id=session_id)
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
@@ -142,7 +142,6 @@ class AcpServer:
         await self._known(session_id)
         for chunk in await self._kept.replay(session_id, self.agent.id):
             await self._send(session_id, chunk)
-        self._sessions.setdefault(session_id, _AcpSession())
         return LoadSessionResponse()
 
     async def list_sessions(
@@ -153,10 +152,11 @@ class AcpServer:
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Cancel the session's running turn, if any."""
-        state = self._sessions.get(session_id)
-        if state is not None and state.turn is not None:
+        state = self._turns.get(session_id)
+        if state is not None:
             state.cancelled = True
-            state.turn.cancel()
+            if state.scope is not None:
+                state.scope.cancel()
 
     async def _known(self, session_id: str) -> None:
         if await self._kept.facts(session_id) is None:
@@ -168,40 +168,74 @@ class AcpServer:
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
         """Run the agent on the prompt, streaming the run as session updates."""
-        state = self._sessions.get(session_id)
-        if state is None:
-            raise RequestError.invalid_params(
-                {
-                    "sessionId": session_id,
-                    "details": "unknown session; call session/new, or session/load",
-                }
-            )
-        if state.turn is not None:
+        if session_id in self._turns:
             raise RequestError.invalid_request(
                 {"sessionId": session_id, "details": "a prompt is already running on it"}
             )
-        state.cancelled = False
+        text = _prompt_text(prompt)
+        if not text.strip():
+            raise RequestError.invalid_params(
+                {"prompt": "the prompt has no text: send a text block (or a text resource)"}
+            )
+        # Only running turns are kept in memory; sessions are in the store.
+        state = self._turns[session_id] = _Turn()
+        try:
+            await self._known(session_id)
+            return await self._prompt(session_id, text, state)
+        finally:
+            del self._turns[session_id]
+
+    async def _prompt(self, session_id: str, text: str, state: _Turn) -> PromptResponse:
+        if state.cancelled:  # cancelled before it started
+            return PromptResponse(stop_reason="cancelled")
         stop: StopReason = "cancelled"
         usage: Usage | None = None
-        text = _prompt_text(prompt)
+        updates = TurnUpdates()
         with anyio.CancelScope() as scope:
-            state.turn = scope
+            state.scope = scope
             try:
                 async with self._kept.hold(session_id, text) as thread:
-                    stop, usage = await self._turn(session_id, thread.session, text)
+                    stop, usage = await self._turn(session_id, thread.session, text, updates)
             except SessionBusy as exc:
                 raise RequestError.invalid_request(
                     {"sessionId": session_id, "details": f"{exc}: another editor runs it"}
                 ) from exc
             finally:
-                state.turn = None
+                state.scope = None
         if scope.cancelled_caught or state.cancelled:
+            await self._close(session_id, updates)
             return PromptResponse(stop_reason="cancelled", usage=usage)
         return PromptResponse(stop_reason=stop, usage=usage)
 
-    async def _turn(self, session_id: str, session: Session, text: str) -> tuple[StopReason, Usage]:
-        updates = TurnUpdates()
+    async def _close(self, session_id: str, updates: TurnUpdates) -> None:
+        """End what the turn left running (it failed or was cancelled)."""
+        for update in [*updates.rest(), *updates.closed()]:
+            await self._send(session_id, update)
+
+    async def _turn(
+        self, session_id: str, session: Session, text: str, updates: TurnUpdates
+    ) -> tuple[StopReason, Usage]:
         messages: str | list[ChatMessage] = text
+        later: str | None = None  # the prompt, when it comes after a question asked again
+        asked = _asking(session)
+        if asked:
+            # A question the user dismissed (or cancelled) is still open: the prompt answers
+            # it only by naming a choice; else it is asked again, and the prompt runs after.
+            answers: list[ChatMessage] = []
+            for request in asked:
+                choices = choices_of(request.payload) or []
+                named = [c for c in choices if c.strip().lower() == text.strip().lower()]
+                answer = named[0] if named and later is None else None
+                if answer is not None:
+                    _set_asking(session, request, asking=False)
+                else:
+                    later = text
+                    answer = await self._ask(session_id, session, request)
+                    if answer is None:
+                        await self._send(session_id, updates.say(_still_open(request)))
+                        return "cancelled", Usage(input_tokens=0, output_tokens=0, total_tokens=0)
+                answers.append(ChatMessage.tool_result(request.request_id, json.dumps(answer)))
+            messages = answers
         input_tokens = output_tokens = 0
         while True:
             response = await self._run(session_id, session, messages, updates)
@@ -218,15 +252,18 @@ class AcpServer:
                 value = response.value
                 if value is not None:
                     await self._send(session_id, updates.say(_value_block(value)))
+                if later is not None:  # the prompt that came while the question was open
+                    messages, later = later, None
+                    continue
                 return "end_turn", usage
             askable = [r for r in response.pending if choices_of(r.payload) is not None]
             if not askable:  # free-text questions: the next prompt answers them
                 for request in response.pending:
                     await self._send(session_id, updates.say(as_message(request)))
                 return "end_turn", usage
-            answers: list[ChatMessage] = []
+            answers = []
             for request in askable:
-                answer = await self._ask(session_id, request)
+                answer = await self._ask(session_id, session, request)
                 if answer is None:  # the user dismissed the question: the turn ends there
                     return "cancelled", usage
                 answers.append(ChatMessage.tool_result(request.request_id, json.dumps(answer)))
@@ -245,7 +282,10 @@ class AcpServer:
                 async for update in stream:
                     for acp_update in updates.map(update):
                         await self._send(session_id, acp_update)
+            for chunk in updates.rest():
+                await self._send(session_id, chunk)
         except AgentError as exc:
+            await self._close(session_id, updates)
             raise RequestError(
                 -32603,
                 f"{type(exc).__name__}: {exc}",
@@ -254,9 +294,13 @@ class AcpServer:
         assert run.response is not None  # the stream ended without raising
         return run.response
 
-    async def _ask(self, session_id: str, request: RequestInfoUpdate) -> str | None:
+    async def _ask(
+        self, session_id: str, session: Session, request: RequestInfoUpdate
+    ) -> str | None:
         """Ask a request that offers choices by a permission request: the chosen choice, or
-        None when the user dismissed it."""
+        None when the user dismissed it. Until it is answered the session keeps it as asked,
+        so the next prompt asks it again rather than answering it (a cancel included)."""
+        _set_asking(session, request, asking=True)
         options = permission_options(choices_of(request.payload) or [])
         client = self._connected()
         key = f"request:{request.request_id}"
@@ -280,6 +324,7 @@ class AcpServer:
                 {"optionId": outcome.option_id, "details": f"not an option of {key!r}"}
             )
         answer = chosen[0]
+        _set_asking(session, request, asking=False)
         await self._send(session_id, update_tool_call(key, status="completed", raw_output=answer))
         return answer
 
@@ -299,10 +344,16 @@ async def serve_stdio(agent: IAgent, store: ThreadStore | None = None) -> None:
     else the agent's code prints goes to stderr instead.
     """
     server = AcpServer(agent, store)
+    # The SDK names the streams from the client's side: it reads the client's output.
     output_stream, input_stream = await _protocol_streams()
-    # The SDK calls only the methods an agent defines, and answers the others with
-    # "method not found"; `AcpServer` defines those it supports.
-    await run_agent(cast(Agent, server), input_stream, output_stream)
+    # Lines that are not a JSON object are answered here; the SDK reads the others.
+    checked = type(output_stream)()
+    async with anyio.create_task_group() as group:
+        group.start_soon(check_lines, output_stream, checked, input_stream)
+        # The SDK calls only the methods an agent defines, and answers the others with
+        # "method not found"; `AcpServer` defines those it supports.
+        await run_agent(cast(Agent, server), input_stream, checked)
+        group.cancel_scope.cancel()
 
 
 async def _protocol_streams() -> Any:
@@ -330,6 +381,34 @@ def _prompt_text(blocks: list[PromptBlock]) -> str:
             if isinstance(resource, TextResourceContents):
                 parts.append(f'<resource uri="{resource.uri}">\n{resource.text}\n</resource>')
     return "\n".join(parts)
+
+
+ASKING_KEY = "#acp-asking"
+"""The session key of the questions asked by a permission request and not answered yet."""
+
+_REQUESTS = TypeAdapter(list[RequestInfoUpdate])
+
+
+def _asking(session: Session) -> list[RequestInfoUpdate]:
+    return session.get_as(ASKING_KEY, _REQUESTS) or []
+
+
+def _set_asking(session: Session, request: RequestInfoUpdate, *, asking: bool) -> None:
+    kept = [r for r in _asking(session) if r.request_id != request.request_id]
+    if asking:
+        kept.append(request)
+    if kept:
+        session.set(ASKING_KEY, kept)
+    else:
+        session.pop(ASKING_KEY)
+
+
+def _still_open(request: RequestInfoUpdate) -> str:
+    choices = ", ".join(choices_of(request.payload) or [])
+    return (
+        f"**{question_of(request)}** is still open, so the prompt was not sent: answer it "
+        f"(one of: {choices}), then send the prompt again."
+    )
 
 
 def _value_block(value: Any) -> str:

@@ -2,7 +2,7 @@
 
 | raf update                          | ACP session update                                         |
 |-------------------------------------|------------------------------------------------------------|
-| `TextDelta`                         | `agent_message_chunk` (a bold `**agent**:` header when a nested agent starts speaking) |
+| `TextDelta`                         | `agent_message_chunk` (a bold `**agent**:` header when a nested agent starts speaking; while one agent's message streams, another's is held and follows it as a paragraph of its own) |
 | `ReasoningDelta`                    | `agent_thought_chunk`                                      |
 | `ToolCallStart`                     | `tool_call`, status `pending`                              |
 | `ToolCallArgs` + `ToolCallEnd`      | `tool_call_update`, status `in_progress`, `rawInput` the parsed arguments |
@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from acp import (
@@ -45,6 +46,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from raf._defaults import new_list
 from raf.messages import ChatMessage
 from raf.updates import AgentPath, AgentUpdate
 
@@ -76,9 +78,15 @@ class TurnUpdates:
 
     def __init__(self) -> None:
         self._speaker: AgentPath | None = None
+        self._speaking = False
+        """Whether the speaker's message is still streaming."""
+        self._held: dict[AgentPath, _Held] = {}
+        """Text of agents that spoke while another's message streamed, in order."""
         self._authors: set[str] = set()
         self._arguments: dict[str, list[str]] = {}
         self._tools: dict[str, str] = {}
+        self._running: set[str] = set()
+        """Tool calls started and not ended."""
         self._plan: dict[tuple[AgentPath, str], PlanEntryStatus] = {}
 
     def map(self, update: AgentUpdate) -> list[SessionUpdate]:
@@ -92,6 +100,7 @@ class TurnUpdates:
             case "tool_call_start":
                 key = tool_call_id(path, update.call_id)
                 self._tools[key] = update.name
+                self._running.add(key)
                 self._arguments[key] = []
                 return [_with_path(self._start(key, update.name, path), path)]
             case "tool_call_args":
@@ -110,6 +119,7 @@ class TurnUpdates:
                 if key not in self._tools:  # a call the stream did not announce
                     self._tools[key] = update.name
                     started.append(_with_path(self._start(key, update.name, path), path))
+                self._running.discard(key)
                 done = update_tool_call(
                     key,
                     status="failed" if update.is_error else "completed",
@@ -124,8 +134,35 @@ class TurnUpdates:
                 waiting = update.status == "waiting"
                 self._plan[(path, update.executor_id)] = "pending" if waiting else "completed"
                 return [self._plan_update()]
+            case "message_completed":
+                return [_with_path(u, p) for p, u in self._completed(path)]
             case _:
                 return []
+
+    def rest(self) -> list[AgentMessageChunk]:
+        """The text still held (the turn ended while other agents' messages streamed)."""
+        said: list[AgentMessageChunk] = []
+        while self._held:
+            path, held = next(iter(self._held.items()))
+            del self._held[path]
+            said.append(_with_path(self._turn_to(path, "".join(held.text)), path))
+        self._speaking = False
+        return said
+
+    def closed(self) -> list[SessionUpdate]:
+        """What ends the turn's running tool calls (`failed`) and plan entries (`completed`,
+        the only end an ACP plan entry has) when the turn fails or is cancelled, so an editor
+        shows nothing running after it."""
+        ended: list[SessionUpdate] = [
+            update_tool_call(key, status="failed") for key in sorted(self._running)
+        ]
+        self._running.clear()
+        running = [k for k, status in self._plan.items() if status == "in_progress"]
+        for key in running:
+            self._plan[key] = "completed"
+        if running:
+            ended.append(self._plan_update())
+        return ended
 
     def unsaid(self, messages: list[ChatMessage]) -> list[AgentMessageChunk]:
         """The response's messages from agents that streamed no text (a graph's outputs)."""
@@ -143,13 +180,40 @@ class TurnUpdates:
 
     def _speak(self, path: AgentPath, text: str) -> list[AgentMessageChunk]:
         self._authors.add(path[-1] if path else "")
-        if path == self._speaker:
+        if path == self._speaker and self._speaking:
             return [update_agent_message_text(text)]
+        if self._speaking or path in self._held:  # another agent's message streams: hold it
+            self._held.setdefault(path, _Held()).text.append(text)
+            return []
+        self._speaking = True
+        return [self._turn_to(path, text)]
+
+    def _turn_to(self, path: AgentPath, text: str) -> AgentMessageChunk:
+        """`text` of `path`, opening a paragraph of its own when another agent spoke last."""
+        if path == self._speaker:
+            return update_agent_message_text(text)
         header = "\n\n" if self._speaker is not None else ""
         self._speaker = path
         if len(path) > 1:  # a nested agent: say who speaks
             header += f"**{path[-1]}**: "
-        return [update_agent_message_text(header + text)]
+        return update_agent_message_text(header + text)
+
+    def _completed(self, path: AgentPath) -> list[tuple[AgentPath, AgentMessageChunk]]:
+        """An agent finished a message: when it was the speaker's, the held text follows."""
+        held = self._held.get(path)
+        if held is not None:
+            held.done = True
+            return []
+        if path != self._speaker:
+            return []
+        self._speaking = False
+        said: list[tuple[AgentPath, AgentMessageChunk]] = []
+        while self._held and not self._speaking:
+            after, held = next(iter(self._held.items()))
+            del self._held[after]
+            said.append((after, self._turn_to(after, "".join(held.text))))
+            self._speaking = not held.done  # it streams on from here
+        return said
 
     def _start(self, key: str, name: str, path: AgentPath) -> ToolCallStart:
         title = name if len(path) <= 1 else f"{name} ({path[-1]})"
@@ -161,6 +225,15 @@ class TurnUpdates:
             for (path, executor_id), status in self._plan.items()
         ]
         return update_plan(entries)
+
+
+@dataclass(slots=True)
+class _Held:
+    """What an agent said while another agent's message streamed."""
+
+    text: list[str] = field(default_factory=new_list)
+    done: bool = False
+    """Whether its message is complete."""
 
 
 def _with_path(update: U, path: AgentPath) -> U:

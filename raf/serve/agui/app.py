@@ -8,8 +8,10 @@ Routes:
 
 With a token (`token=` or `RAF_TOKEN`) every `/agents` route wants `Authorization: Bearer
 <token>` and answers 401 without it; the page itself holds no data and asks for the token.
-Requests to a host name the app does not know, and POSTs from other web origins or without a
-JSON body, are refused before any route (`raf.serve.agui.guard`).
+Requests to a host name the app does not know, POSTs from other web origins or without a
+JSON body, and bodies longer than `max_body_bytes`, are refused before any route
+(`raf.serve.agui.guard`). A run route answers `GET` with 405. When the server stops, each
+run in flight is cancelled and its stream ends with `RUN_ERROR` (code `ServerStopping`).
 
 Example:
     >>> from raf import FunctionAgent
@@ -40,7 +42,7 @@ from starlette.staticfiles import StaticFiles
 
 from raf.agent import IAgent
 from raf.registry import AgentRegistry
-from raf.serve.agui.guard import GuardMiddleware, RequestGuard
+from raf.serve.agui.guard import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, RequestGuard
 from raf.serve.agui.live_runs import LiveRuns
 from raf.serve.agui.streaming import stream_run
 from raf.serve.agui.studio import studio_routes
@@ -53,6 +55,8 @@ DEFAULT_STORE_PATH = "raf-threads.db"
 """The SQLite file (in the working directory) that keeps threads when no store is given."""
 
 _EVENT_BUFFER = 64
+_STOP_GRACE_SECONDS = 5.0
+"""How long a stopping server lets a run save its thread and send its `RUN_ERROR`."""
 
 
 def create_app(
@@ -62,6 +66,7 @@ def create_app(
     token: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> Starlette:
     """The Starlette app serving `agents` over AG-UI, with the web page.
 
@@ -77,11 +82,17 @@ def create_app(
         allowed_origins: web origins (`"https://app.example.com"`) besides the server's own
             whose pages may POST to it; `"*"` for any. A POST from another origin gets 403,
             one whose body is not `application/json` 415 (see `raf.serve.agui.guard`).
+        max_body_bytes: the longest request body read (10 MiB by default); a longer one
+            gets 413 before it is read further, token or not.
 
     Raises:
         TypeError: when `agents` or `store` is not what is described above.
-        ValueError: when two roots share an id.
+        ValueError: when two roots share an id, or `max_body_bytes` is not positive.
     """
+    if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"max_body_bytes is a number of bytes, not {max_body_bytes!r}")
+    if max_body_bytes <= 0:
+        raise ValueError(f"max_body_bytes must be positive, not {max_body_bytes}")
     registry = _registry(agents)
     default_store = SqliteCheckpointStore(DEFAULT_STORE_PATH) if store is None else None
     thread_store: object = store if store is not None else default_store
@@ -123,6 +134,13 @@ def create_app(
         if (refusal := denied(request)) is not None:
             return refusal
         path: str = request.path_params["path"]
+        run_of = path.removesuffix("/run")
+        if path not in registry and run_of != path and run_of in registry:
+            return JSONResponse(
+                {"detail": f"POST an AG-UI RunAgentInput to run {run_of!r}"},
+                status_code=405,
+                headers={"Allow": "POST"},
+            )
         if path not in registry:
             return _unknown(registry, path)
         return JSONResponse(registry.tree(path).model_dump(mode="json"))
@@ -145,17 +163,23 @@ def create_app(
         except ValueError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
         send, receive = anyio.create_memory_object_stream[bytes](_EVENT_BUFFER)
+        stopping = anyio.Event()  # set when the server stops
 
         async def produce() -> None:
             async with send:
-                await stream_run(agent, run_input, threads, send.send)
+                await stream_run(agent, run_input, threads, send.send, stopping)
 
-        return EventSourceResponse(_drain(receive), data_sender_callable=produce)
+        return EventSourceResponse(
+            _drain(receive),
+            data_sender_callable=produce,
+            shutdown_event=stopping,
+            shutdown_grace_period=_STOP_GRACE_SECONDS,
+        )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None]:
         try:
-            async with live.serving():
+            async with live.serving(_STOP_GRACE_SECONDS):
                 yield
         finally:
             if default_store is not None:
@@ -171,7 +195,7 @@ def create_app(
             Route("/agents/{path:path}", show_agent, methods=["GET"]),
             *studio_routes(registry, threads, denied, live),
         ],
-        middleware=[Middleware(GuardMiddleware, guard=guard)],
+        middleware=[Middleware(GuardMiddleware, guard=guard, max_body_bytes=max_body_bytes)],
         lifespan=lifespan,
     )
 

@@ -8,7 +8,10 @@ resolves to 127.0.0.1 lets it read the answers too (DNS rebinding). So the app a
   any, `*.example.com` any subdomain);
 - `POST`s whose `Origin`, when a browser sends one, is the server's own or one of
   `allowed_origins`, and whose body is JSON (`Content-Type: application/json`), which a page
-  of another origin cannot send without asking first (CORS), and this app never agrees.
+  of another origin cannot send without asking first (CORS), and this app never agrees;
+- bodies of at most `max_body_bytes`: a longer one gets 413 as soon as its `Content-Length`
+  says so, or once that much of it has arrived, before any route (or token check) runs, so
+  no request holds more than that in memory.
 
 Example:
     >>> guard = RequestGuard(allowed_hosts=["raf.example.com"])
@@ -23,12 +26,15 @@ from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["LOOPBACK_HOSTS", "GuardMiddleware", "RequestGuard"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "LOOPBACK_HOSTS", "GuardMiddleware", "RequestGuard"]
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 """The names a server on the loopback address is reached by."""
+
+DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+"""The longest request body the app reads (10 MiB): a long thread's whole conversation."""
 
 
 class RequestGuard:
@@ -95,20 +101,73 @@ class RequestGuard:
 
 
 class GuardMiddleware:
-    """ASGI middleware: requests its `guard` refuses get the refusal and never reach `app`."""
+    """ASGI middleware: requests its `guard` refuses get the refusal and never reach `app`;
+    a body longer than `max_body_bytes` gets 413, read no further than that."""
 
-    __slots__ = ("_app", "_guard")
+    __slots__ = ("_app", "_guard", "_max_body")
 
-    def __init__(self, app: ASGIApp, guard: RequestGuard) -> None:
+    def __init__(
+        self, app: ASGIApp, guard: RequestGuard, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    ) -> None:
         self._app = app
         self._guard = guard
+        self._max_body = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = self._guard.refusal(scope) if scope["type"] == "http" else None
+        if refusal is None and scope["type"] == "http" and scope["method"] == "POST":
+            body = await self._body(scope, receive)
+            if body is None:
+                refusal = _too_large(self._max_body)
+            else:
+                receive = _replay(body, receive)
         if refusal is None:
             await self._app(scope, receive, send)
         else:
             await refusal(scope, receive, send)
+
+    async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
+        """The whole body, or None once it proves longer than the limit (read no further)."""
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.strip().isdigit() and int(declared) > self._max_body:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # the client went away: the app sees an empty body
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max_body:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` that gives `body` first, then what the client sends next (a disconnect)."""
+    pending = [body]
+
+    async def replayed() -> Message:
+        if pending:
+            return {"type": "http.request", "body": pending.pop(), "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+def _too_large(limit: int) -> JSONResponse:
+    return JSONResponse(
+        {
+            "detail": f"the request body is longer than {limit} bytes: send less, or raise "
+            "the server's limit (raf serve --max-body-bytes N, create_app(max_body_bytes=N))"
+        },
+        status_code=413,
+        headers={"Connection": "close"},
+    )
 
 
 def _host_name(host: str) -> str:

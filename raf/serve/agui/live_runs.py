@@ -84,17 +84,25 @@ class LiveRuns:
         self._keep_bytes = keep_bytes
         self._runs: dict[str, LiveRun] = {}
         self._group: TaskGroup | None = None
+        self._stopping: anyio.Event | None = None
+
+    @property
+    def stopping(self) -> anyio.Event | None:
+        """Set when the app stops: runs end themselves (with `RUN_ERROR`) within the grace."""
+        return self._stopping
 
     @asynccontextmanager
-    async def serving(self) -> AsyncGenerator[None]:
-        """Hold the task group runs play in; leaving cancels the runs still playing."""
+    async def serving(self, grace: float = 5.0) -> AsyncGenerator[None]:
+        """Hold the task group runs play in; leaving tells the runs still playing to stop and
+        cancels them after `grace` seconds."""
         async with anyio.create_task_group() as group:
-            self._group = group
+            self._group, self._stopping = group, anyio.Event()
             try:
                 yield
             finally:
                 self._group = None
-                group.cancel_scope.cancel()
+                self._stopping.set()
+                group.cancel_scope.deadline = anyio.current_time() + grace
 
     def get(self, run_id: str) -> LiveRun | None:
         """The run `run_id`, while it is kept."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,10 +100,24 @@ class AguiMapper:
         agent: the agent being run (the root of every item's path).
         thread_id: the AG-UI thread (the raf session id).
         run_id: the AG-UI run id.
+        interrupt_id: the id the client gets for a request id (the request id itself when
+            omitted); the server makes them unique across the turns of a thread.
+        said: messages (`ChatMessage` JSON) the client was sent by earlier runs of the turn,
+            which the response carries again and are not sent twice.
     """
 
-    def __init__(self, agent: IAgent, *, thread_id: str, run_id: str) -> None:
+    def __init__(
+        self,
+        agent: IAgent,
+        *,
+        thread_id: str,
+        run_id: str,
+        interrupt_id: Callable[[str], str] | None = None,
+        said: Sequence[str] = (),
+    ) -> None:
         self._agent = agent
+        self._interrupt_id = interrupt_id or _same
+        self._said = list(said)
         self._root: AgentPath = (agent.id,)
         self.thread_id = thread_id
         self.run_id = run_id
@@ -151,8 +166,12 @@ class AguiMapper:
         )
         return events
 
-    def failed(self, error: BaseException) -> list[BaseEvent]:
-        """`SUBAGENT_ERROR` for each open subagent on the failing path, then `RUN_ERROR`.
+    def failed(
+        self, error: BaseException, message: str | None = None, *, code: str | None = None
+    ) -> list[BaseEvent]:
+        """Close the open messages, tool calls and steps; `SUBAGENT_ERROR` for each open
+        subagent on the failing path; then `RUN_ERROR` (saying `message`, else the error;
+        its code `code`, else the error's class name).
 
         Its `metadata.path` names the agent where the error happened, from the root.
         """
@@ -162,20 +181,25 @@ class AguiMapper:
         if isinstance(error, WorkflowError) and self._agent_at((*path, error.executor_id)):
             path = (*path, error.executor_id)  # the failing node is an agent: the error is its
         events: list[BaseEvent] = []
-        message = str(error) or type(error).__name__
+        for (call_path, call_id), call in list(self._calls.items()):
+            if call.open:
+                events.extend(self._call_end(call_path, call_id))
+        for lane_path in list(self._lanes):
+            events.extend(self._close_lane(lane_path))
+        message = message or str(error) or type(error).__name__
+        code = code or type(error).__name__
         for sub_path in sorted(self._subagents, key=len, reverse=True):
             if path[: len(sub_path)] == sub_path:
+                run_id = self._subagents.pop(sub_path)
+                events.extend(self._close_steps(run_id))
                 events.append(
-                    SubagentErrorEvent(
-                        subagent_run_id=self._subagents.pop(sub_path),
-                        message=message,
-                        code=type(error).__name__,
-                    )
+                    SubagentErrorEvent(subagent_run_id=run_id, message=message, code=code)
                 )
+        events.extend(self._close_steps())
         events.append(
             RunErrorEvent(
                 message=message,
-                code=type(error).__name__,
+                code=code,
                 usage=self._token_usage(),
                 metadata={"path": list(path)},
             )
@@ -187,6 +211,10 @@ class AguiMapper:
         events: list[BaseEvent] = []
         for message in messages:
             if message in self._completed or not message.text:
+                continue
+            said = message.model_dump_json()
+            if said in self._said:
+                self._said.remove(said)  # sent by an earlier run of the turn
                 continue
             message_id = _new_id()
             self.minted.add(message_id)
@@ -395,10 +423,13 @@ class AguiMapper:
             events.append(StepFinishedEvent(step_name=names.pop(), subagent_run_id=owner))
         return events
 
-    def _close_steps(self) -> list[BaseEvent]:
-        """Finish the steps still open (a node that never reported its end)."""
+    def _close_steps(self, of: str | None = "") -> list[BaseEvent]:
+        """Finish the steps still open (a node that never reported its end): those of the
+        subagent run `of` (None: the root's), or all of them."""
         events: list[BaseEvent] = []
         for (owner, _), names in self._steps.items():
+            if of != "" and owner != of:
+                continue
             events.extend(StepFinishedEvent(step_name=n, subagent_run_id=owner) for n in names)
             names.clear()
         return events
@@ -452,7 +483,9 @@ class AguiMapper:
             run_id = self._subagents.pop(path)
             outcome = None
             if suspended:
-                asked = [rid for rid, (p, _) in self._requests.items() if p == path]
+                asked = [
+                    self._interrupt_id(rid) for rid, (p, _) in self._requests.items() if p == path
+                ]
                 outcome = SubagentFinishedSuspendedOutcome(interrupt_ids=asked or None)
             events.append(SubagentFinishedEvent(subagent_run_id=run_id, outcome=outcome))
         return events
@@ -480,7 +513,7 @@ class AguiMapper:
         path, owner = self._requests.get(request.request_id, (request.path, None))
         payload = _jsonable(request.payload)
         return Interrupt(
-            id=request.request_id,
+            id=self._interrupt_id(request.request_id),
             reason="input_required",
             message=_prompt(payload),
             subagent_run_id=owner,
@@ -497,6 +530,10 @@ class AguiMapper:
                 total_tokens=self.usage.total_tokens,
             )
         ]
+
+
+def _same(request_id: str) -> str:
+    return request_id
 
 
 def _jsonable(value: Any) -> Any:

@@ -16,7 +16,7 @@ import sniffio
 from raf.agent import IAgent
 from raf.registry import AgentRegistry
 from raf.serve.agui.app import create_app
-from raf.serve.agui.guard import LOOPBACK_HOSTS
+from raf.serve.agui.guard import DEFAULT_MAX_BODY_BYTES, LOOPBACK_HOSTS
 from raf.serve.threads import ThreadStore
 
 __all__ = ["serve"]
@@ -33,6 +33,7 @@ async def serve(
     store: ThreadStore | None = None,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> None:
     """Serve `agents` over HTTP on `host:port` until the server is stopped (Ctrl-C).
 
@@ -50,6 +51,7 @@ async def serve(
             the loopback names and `host` itself (unless it binds every address: then pass
             the names it is reached by).
         allowed_origins: other web origins whose pages may POST to it (`create_app`'s).
+        max_body_bytes: the longest request body read (`create_app`'s).
 
     Raises:
         ValueError: for a port outside 0..65535.
@@ -67,7 +69,12 @@ async def serve(
     if allowed_hosts is None and host not in _EVERY_ADDRESS:
         allowed_hosts = [*LOOPBACK_HOSTS, host]
     app = create_app(
-        agents, store, token=token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+        agents,
+        store,
+        token=token,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        max_body_bytes=max_body_bytes,
     )
     config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
     await uvicorn.Server(config).serve()

@@ -2,8 +2,9 @@
 
 The run happens inside the caller's task (the SSE response's sender): when the client goes
 away the response cancels that task, which leaves the agent's `async with` block and so
-cancels every task of the run. The thread is held for the whole run and saved however the run
-ends, under a shield.
+cancels every task of the run. When the server stops, `stopping` is set: the run is
+cancelled the same way and the stream ends with `RUN_ERROR` (code `ServerStopping`). The
+thread is held for the whole run and saved however the run ends, under a shield.
 
 Example:
     >>> async def run(agent, run_input, threads, send):
@@ -14,46 +15,92 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 
 import anyio
 from ag_ui.core import BaseEvent, RunAgentInput
 from ag_ui.encoder import EventEncoder
 
 from raf.agent import IAgent
-from raf.errors import SessionBusy
-from raf.serve.agui.inputs import input_ids, new_messages
+from raf.errors import SessionBusy, UnknownRequest
+from raf.serve.agui.inputs import input_ids, new_input
 from raf.serve.agui.mapper import AguiMapper
 from raf.serve.threads import Thread, Threads
 
-__all__ = ["stream_run"]
+__all__ = ["SERVER_STOPPING", "stream_run"]
 
 logger = logging.getLogger("raf")
 
 SendBytes = Callable[[bytes], Awaitable[None]]
 """Sends one encoded SSE event to the client."""
 
+Emit = Callable[[Iterable[BaseEvent]], Awaitable[None]]
+
+SERVER_STOPPING = "ServerStopping"
+"""The `RUN_ERROR` code of a run the stopping server ended."""
+
 _ENCODER = EventEncoder()
 
 
 async def stream_run(
-    agent: IAgent, run_input: RunAgentInput, threads: Threads, send: SendBytes
+    agent: IAgent,
+    run_input: RunAgentInput,
+    threads: Threads,
+    send: SendBytes,
+    stopping: anyio.Event | None = None,
 ) -> None:
     """Run `agent` on the new messages of the input's thread, sending AG-UI events through
-    `send`; the thread is held (`Threads.hold`) from before it is read until it is saved."""
-    mapper = AguiMapper(agent, thread_id=run_input.thread_id, run_id=run_input.run_id)
+    `send`; the thread is held (`Threads.hold`) from before it is read until it is saved.
+    When `stopping` is set the run is cancelled and ends with `RUN_ERROR`."""
+    run = _Run(AguiMapper(agent, thread_id=run_input.thread_id, run_id=run_input.run_id))
 
     async def emit(events: Iterable[BaseEvent]) -> None:
         for event in events:
             await send(_ENCODER.encode(event).encode())
 
-    await emit(mapper.started())
+    await emit(run.mapper.started())
+    stopped = ended = False
+    async with anyio.create_task_group() as group:
+        if stopping is not None:
+
+            async def stop() -> None:
+                nonlocal stopped
+                await stopping.wait()
+                stopped = True
+                group.cancel_scope.cancel()
+
+            group.start_soon(stop)
+        await _held(agent, run_input, threads, run, emit)
+        ended = True  # whatever `stopping` does now, the run has ended its stream
+        group.cancel_scope.cancel()
+    if stopped and not ended:
+        error = RuntimeError("the server stopped during the run: send it again once it is back")
+        await emit(run.mapper.failed(error, code=SERVER_STOPPING))
+
+
+@dataclass(slots=True)
+class _Run:
+    """The mapper of one run, replaced once the thread is read (its ids depend on it)."""
+
+    mapper: AguiMapper
+
+
+async def _held(
+    agent: IAgent, run_input: RunAgentInput, threads: Threads, run: _Run, emit: Emit
+) -> None:
+    mapper = run.mapper
     try:
         async with threads.hold(run_input.thread_id) as thread:
-            await _run_on(agent, run_input, thread, threads, mapper, emit)
+            await _run_on(agent, run_input, thread, threads, run, emit)
     except SessionBusy as exc:
         # Another run holds the thread, and saves it: this one never started.
         exc.with_path((agent.id,))
-        await emit(mapper.failed(exc))
+        said = (
+            f"thread {run_input.thread_id!r} has a run in progress (one run at a time per "
+            "thread): wait for its RUN_FINISHED or RUN_ERROR, then send this run again, or "
+            "start another thread"
+        )
+        await emit(mapper.failed(exc, said))
     except ValueError as exc:  # the thread's saved state is not a thread's
         await emit(mapper.failed(exc))
 
@@ -63,15 +110,16 @@ async def _run_on(
     run_input: RunAgentInput,
     thread: Thread,
     threads: Threads,
-    mapper: AguiMapper,
-    emit: Callable[[Iterable[BaseEvent]], Awaitable[None]],
+    holder: _Run,
+    emit: Emit,
 ) -> None:
+    mapper = holder.mapper
     try:
-        messages = new_messages(run_input, thread.seen)
+        taken = new_input(run_input, thread.seen, thread.asked, thread.context)
     except ValueError as exc:
         await emit(mapper.failed(exc))
         return
-    if not messages:
+    if not taken.messages:
         await emit(
             mapper.failed(
                 ValueError(
@@ -81,17 +129,44 @@ async def _run_on(
             )
         )
         return
-    run = agent.run(messages, thread.session)
+    thread.runs += 1
+    turn = thread.runs
+    asked = dict(thread.asked)
+
+    def interrupt_id(request_id: str) -> str:
+        # raf's request ids repeat from turn to turn; the client's are unique in the thread.
+        known = asked.get(request_id)
+        if known is None:
+            known = asked[request_id] = f"{request_id}~{turn}"
+        return known
+
+    mapper = AguiMapper(
+        agent,
+        thread_id=mapper.thread_id,
+        run_id=mapper.run_id,
+        interrupt_id=interrupt_id,
+        said=thread.said,
+    )
+    holder.mapper = mapper
+    run = agent.run(taken.messages, thread.session)
     answered = False
     try:
         async with run as updates:
             async for update in updates:
                 await emit(mapper.map(update))
-        answered = run.response is not None  # the stream ended without error: it has one
-        if run.response is not None:
-            await emit(mapper.finished(run.response))
+        response = run.response
+        if response is not None:  # the stream ended without error: it has one
+            answered = True
+            waiting = response.status == "waiting"
+            pending = {r.request_id for r in response.pending}
+            events = mapper.finished(response)
+            thread.asked = {r: interrupt_id(r) for r in sorted(pending)}
+            thread.said = [m.model_dump_json() for m in response.messages] if waiting else []
+            thread.context = taken.context
+            await emit(events)
     except Exception as exc:
-        logger.warning("run of %r on thread %r failed", agent.id, thread.id, exc_info=True)
+        if not isinstance(exc, UnknownRequest):  # a client's mistake is not the server's
+            logger.warning("run of %r on thread %r failed", agent.id, thread.id, exc_info=True)
         await emit(mapper.failed(exc))
     finally:
         with anyio.CancelScope(shield=True):

@@ -136,16 +136,12 @@ def studio_routes(
         if isinstance(requested, Response):
             return requested
         new_thread = requested or uuid.uuid4().hex
-        state = found.data.get("state")
-        seen = found.data.get("seen", [])
-        if not isinstance(state, dict) or not isinstance(seen, list):
-            return _problem(422, f"checkpoint {found.id!r} does not hold a thread's state")
         if (await threads.open(new_thread)).listed:
             return _problem(409, f"thread {new_thread!r} exists already: fork into a new id")
-        async with threads.hold(new_thread) as thread:
-            thread.session.restore(cast(dict[str, Any], state))
-            thread.seen = {str(s) for s in cast(list[Any], seen)}
-            await threads.save(thread)
+        try:
+            await threads.fork(new_thread, found.data)
+        except ValueError as exc:
+            return _problem(422, f"checkpoint {found.id!r} does not hold a thread's state: {exc}")
         source: str = request.path_params["thread"]
         origin = {"thread": source, "checkpoint": found.id}
         await store.append(
@@ -187,7 +183,7 @@ def studio_routes(
             return _problem(422, str(exc))
 
         async def play(send: Callable[[bytes], Awaitable[None]]) -> None:
-            await stream_run(agent, run_input, threads, send)
+            await stream_run(agent, run_input, threads, send, live.stopping)
 
         try:
             run = live.start(run_input.run_id, run_input.thread_id, play, stopped=_STOPPED)
