@@ -144,10 +144,17 @@ class ReactLoop:
             schema = self.output_schema
             rounds = ctx.options.max_rounds or self.max_rounds
             budgeted = ctx.budget is not None
+            telemetry = turn.telemetry
             for _ in range(rounds):
                 if budgeted:
                     ctx.charge_round()
-                completion, round_usage = await self._call_model(conversation, ctx)
+                if telemetry is None:
+                    completion, round_usage = await self._call_model(conversation, ctx)
+                else:
+                    call = self._call_model(conversation, ctx)
+                    completion, round_usage = await telemetry.chat(
+                        self.provider, ctx.path, ctx.session, conversation, call
+                    )
                 tokens_in += round_usage.input_tokens
                 tokens_out += round_usage.output_tokens
                 if budgeted:
@@ -317,7 +324,11 @@ class ReactLoop:
         ctx: RunContext,
     ) -> None:
         call = calls[index]
-        result = await self.dispatch(call, ctx)
+        telemetry = ctx.turn.telemetry
+        if telemetry is None:
+            result = await self.dispatch(call, ctx)
+        else:
+            result = await telemetry.tool(call, ctx.path, self.dispatch(call, ctx))
         results[index] = result
         await self._report(call, result, ctx)
 
