@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from raf import ReactAgent
+from raf.errors import ProviderError
 from raf.testing import ScriptedProvider, error, text, tool_calls
 from raf.tools import tool
 from tests.tracing.support import recording
@@ -41,7 +42,7 @@ async def test_each_model_call_records_its_tokens_and_its_duration() -> None:
 async def test_a_failed_model_call_records_its_duration_with_the_error_type() -> None:
     agent = ReactAgent("broken", ScriptedProvider([error(status=400)]), "Fail.")
     with recording() as recorded:
-        with pytest.raises(Exception):
+        with pytest.raises(ProviderError):
             await agent.run("hi")
         durations = recorded.points("gen_ai.client.operation.duration")
         tokens = recorded.points("gen_ai.client.token.usage")

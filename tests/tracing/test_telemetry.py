@@ -10,7 +10,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from raf import ConcurrentBuilder, FunctionAgent, ReactAgent, SequentialBuilder
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
-from raf.errors import ProviderError
+from raf.errors import ProviderError, WorkflowError
 from raf.messages import ChatMessage
 from raf.providers.openai import OpenAIProvider, create_client
 from raf.providers.retry import RetryPolicy
@@ -18,7 +18,7 @@ from raf.session import Session
 from raf.stores import MemoryCheckpointStore
 from raf.testing import ScriptedOpenAIServer, ScriptedProvider, error, text, tool_calls
 from raf.tools import tool
-from tests.tracing.support import Recorded, recording
+from tests.tracing.support import recording
 
 pytestmark = pytest.mark.anyio
 
@@ -151,9 +151,7 @@ async def test_a_model_call_over_http_names_model_server_usage_and_finish_reason
 async def test_a_failing_tool_marks_its_span_and_the_run_goes_on() -> None:
     agent = ReactAgent(
         "fixer",
-        ScriptedProvider(
-            [tool_calls(("explode", {}), ("add", {"a": "x"})), text("could not")]
-        ),
+        ScriptedProvider([tool_calls(("explode", {}), ("add", {"a": "x"})), text("could not")]),
         "Try.",
         tools=[explode, add],
     )
@@ -178,9 +176,9 @@ async def test_a_failure_is_recorded_on_the_span_it_came_out_of_with_the_agent_p
     broken = ReactAgent("broken", ScriptedProvider([error(status=400)]), "Fail.")
     fine = FunctionAgent("fine", lambda m: "fine")
     workflow = SequentialBuilder(id="pipe").add_agent(fine).add_agent(broken).build().as_agent()
-    with recording() as recorded, pytest.raises(Exception) as raised:
+    with recording() as recorded, pytest.raises(WorkflowError) as raised:
         await workflow.run("go")
-    assert raised.value is not None
+    assert raised.value.path == ("pipe",)
     chat = recorded.one("chat scripted")
     assert chat.status.status_code == StatusCode.ERROR
     assert chat.attributes["error.type"] == ProviderError.__qualname__
@@ -274,7 +272,9 @@ async def test_an_answer_links_to_the_waiting_run_and_spans_the_wait() -> None:
         asked_run = recorded.one("invoke_agent wf")
         assert asked_run.attributes["raf.run.status"] == "waiting"
         assert tuple(asked_run.attributes["raf.requests.pending"]) == ("wf/review@1#0",)
-        (asking,) = [s for s in recorded.spans if any(e.name == "raf.request_info" for e in s.events)]
+        (asking,) = [
+            s for s in recorded.spans if any(e.name == "raf.request_info" for e in s.events)
+        ]
         assert asking.name == "superstep wf"
         recorded.exporter.clear()
         second = await agent.run("looks good", session=session)
@@ -303,9 +303,7 @@ async def test_a_run_resumed_from_a_checkpoint_links_to_the_run_that_saved_it() 
     store = MemoryCheckpointStore()
     session = Session(store=store)
     with recording() as recorded:
-        result = await agent.workflow.run(
-            [ChatMessage.user("cats")], session=session
-        )
+        result = await agent.workflow.run([ChatMessage.user("cats")], session=session)
         assert result.status == "waiting"
         first = recorded.one("invoke_workflow wf")
         assert first.attributes["gen_ai.operation.name"] == "invoke_workflow"
