@@ -22,7 +22,14 @@ if TYPE_CHECKING:
 
     from raf.tracing.telemetry import Instruments, Telemetry
 
-__all__ = ["CAPTURE_CONTENT_ENV", "Instrumentation", "Instrumented", "active", "instrument"]
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "RUNNING",
+    "Instrumentation",
+    "Instrumented",
+    "active",
+    "instrument",
+]
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """The environment variable that opts in to message content on spans (`true`), as
@@ -54,6 +61,10 @@ class Instrumentation:
 
 _SETTINGS: ContextVar[Instrumentation | None] = ContextVar("raf_tracing", default=None)
 """The `Instrumentation` in effect; child tasks inherit it, as they inherit the current span."""
+
+RUNNING: ContextVar[Telemetry | None] = ContextVar("raf_telemetry", default=None)
+"""The telemetry of the traced run in progress, for model calls made without a `RunContext`
+(a pattern's structured calls); set for the run's own tasks only."""
 
 
 class Instrumented:

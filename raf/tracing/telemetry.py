@@ -41,7 +41,9 @@ from opentelemetry.trace import (
 )
 
 from raf._streaming import unwrap_group
+from raf.providers.base import Completion
 from raf.tracing.content import messages_json, output_json
+from raf.tracing.settings import RUNNING
 from raf.tracing.tool_spans import TOOL_SPAN, ToolSpan
 
 if TYPE_CHECKING:
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
 
     from raf.agent import IAgent
     from raf.messages import ChatMessage, ToolCallContent
-    from raf.providers.base import Completion, LlmProvider
+    from raf.providers.base import LlmProvider
     from raf.session import Session
     from raf.tools.tool import ToolResult
     from raf.updates import AgentPath, AgentResponse, Usage
@@ -105,6 +107,8 @@ DURATION_BUCKETS = (
 Attributes = dict[str, "AttributeValue"]
 
 R = TypeVar("R")
+Answer = TypeVar("Answer")
+"""What a model call gives: the `Completion`, or the text a pattern's own call reads."""
 Status_ = TypeVar("Status_", bound=str)
 """How a workflow run ended (`completed`, `failed` or `waiting`)."""
 
@@ -188,7 +192,11 @@ class Telemetry:
         kept = _kept(session)
         previous = _span_context(kept.get("run")) if kept.get("waiting") else None
         links = [Link(previous, {"raf.link": "resumes"})] if previous is not None else []
-        return await self._agent(agent, path, session, messages, work, links=links, root=True)
+        token = RUNNING.set(self)
+        try:
+            return await self._agent(agent, path, session, messages, work, links=links, root=True)
+        finally:
+            RUNNING.reset(token)
 
     def agent(
         self,
@@ -250,6 +258,20 @@ class Telemetry:
             "raf.agent.path": workflow_id,
             "gen_ai.conversation.id": session.id,
         }
+        token = RUNNING.set(self)
+        try:
+            return await self._workflow(workflow_id, session, attributes, links, work)
+        finally:
+            RUNNING.reset(token)
+
+    async def _workflow(
+        self,
+        workflow_id: str,
+        session: Session,
+        attributes: Attributes,
+        links: Sequence[Link],
+        work: Awaitable[Status_],
+    ) -> Status_:
         with self._span(
             f"invoke_workflow {workflow_id}", SpanKind.INTERNAL, attributes, links=links
         ) as span:
@@ -282,19 +304,21 @@ class Telemetry:
     async def chat(
         self,
         provider: LlmProvider,
-        path: AgentPath,
-        session: Session,
+        path: AgentPath | None,
+        session: Session | None,
         messages: Sequence[ChatMessage],
-        work: Awaitable[tuple[Completion, Usage]],
-    ) -> tuple[Completion, Usage]:
-        """Await `work`, one model call, in its `chat` span, and record its metrics."""
+        work: Awaitable[tuple[Answer, Usage]],
+    ) -> tuple[Answer, Usage]:
+        """Await `work`, one model call, in its `chat` span, and record its metrics (a call
+        made outside an agent's loop, a pattern's, has no path or session of its own: its
+        parent span tells where it was made)."""
         described = self._provider(provider)
         model = provider.model
-        attributes: Attributes = {
-            **described,
-            "raf.agent.path": "/".join(path),
-            "gen_ai.conversation.id": session.id,
-        }
+        attributes: Attributes = dict(described)
+        if path is not None:
+            attributes["raf.agent.path"] = "/".join(path)
+        if session is not None:
+            attributes["gen_ai.conversation.id"] = session.id
         measured: Attributes = dict(described)
         del measured["gen_ai.request.stream"]
         started = time.perf_counter()
@@ -302,7 +326,8 @@ class Telemetry:
             with self._span(f"chat {model}", SpanKind.CLIENT, attributes) as span:
                 if self.capture:
                     span.set_attribute("gen_ai.input.messages", messages_json(messages))
-                completion, usage = await work
+                answer, usage = await work
+                completion = answer if isinstance(answer, Completion) else Completion()
                 if completion.model:
                     span.set_attribute("gen_ai.response.model", completion.model)
                     measured["gen_ai.response.model"] = completion.model
@@ -313,6 +338,8 @@ class Telemetry:
                 span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
                 span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
                 if self.capture:
+                    if not isinstance(answer, Completion):
+                        completion.text = str(answer)
                     span.set_attribute("gen_ai.output.messages", _answer_json(completion))
         except BaseException as exc:
             error = unwrap_group(exc)
@@ -321,7 +348,7 @@ class Telemetry:
                 self._measure(measured, started, None)
             raise
         self._measure(measured, started, usage)
-        return completion, usage
+        return answer, usage
 
     def _provider(self, provider: LlmProvider) -> Attributes:
         """The provider's attributes, read once per run."""

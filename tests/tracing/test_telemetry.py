@@ -333,3 +333,29 @@ async def test_leaving_a_stream_early_ends_every_span_without_an_error() -> None
     cancelled = recorded.one("invoke_agent slow")
     assert cancelled.attributes.get("raf.cancelled") is True
     assert cancelled.status.status_code == StatusCode.UNSET
+
+
+async def test_a_patterns_own_model_calls_get_chat_spans_under_its_superstep() -> None:
+    from raf import GroupChatBuilder
+    from raf.builders.group_chat import llm_selector
+
+    selector = ScriptedProvider([text('{"speaker": "a"}'), text('{"speaker": "b"}')])
+    a = FunctionAgent("a", lambda m: "from a")
+    b = FunctionAgent("b", lambda m: "from b")
+    chat = (
+        GroupChatBuilder(id="room")
+        .add_agent(a)
+        .add_agent(b)
+        .with_selector(llm_selector(selector))
+        .with_max_rounds(2)
+        .build()
+        .as_agent()
+    )
+    with recording() as recorded:
+        await chat.run("talk")
+    calls = recorded.named("chat scripted")
+    assert len(calls) >= 2
+    for call in calls:
+        parent = recorded.parent(call)
+        assert parent is not None and parent.name.startswith(("superstep", "invoke_agent"))
+        assert call.attributes["gen_ai.request.model"] == "scripted"

@@ -290,7 +290,11 @@ class _ChoiceAgent(BaseAgent):
         problem = ""
         for _ in range(self._attempts):
             ctx.charge_round()
-            text, used = await self._call(request, ctx)
+            telemetry = ctx.turn.telemetry
+            call = self._call(request, ctx)
+            if telemetry is not None:
+                call = telemetry.chat(self._provider, ctx.path, ctx.session, request, call)
+            text, used = await call
             ctx.charge_tokens(used.total_tokens)
             usage = usage + used
             choice, problem = self._parse(text)
