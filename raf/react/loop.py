@@ -261,16 +261,7 @@ class ReactLoop:
         return completion, reported
 
     def _assistant(self, completion: Completion) -> ChatMessage:
-        if not completion.reasoning and not completion.tool_calls:
-            return assistant_text(completion.text, self.author)  # the usual answer (checked)
-        contents: list[Content] = []
-        if completion.reasoning:
-            # The whole message, as streamed: its reasoning too (never sent back to a model).
-            contents.append(ReasoningContent(text=completion.reasoning))
-        if completion.text or not completion.tool_calls:
-            contents.append(TextContent(text=completion.text))
-        contents.extend(completion.tool_calls)
-        return ChatMessage(role="assistant", contents=contents, author=self.author)
+        return assistant_message(completion, self.author)
 
     async def _run_calls(
         self, calls: list[ToolCallContent], ctx: RunContext
@@ -361,3 +352,17 @@ class ReactLoop:
             "Call one of them by its exact name.",
             is_error=True,
         )
+
+
+def assistant_message(completion: Completion, author: str | None) -> ChatMessage:
+    """The assistant message of `completion`, as the loop appends it to the conversation."""
+    if not completion.reasoning and not completion.tool_calls:
+        return assistant_text(completion.text, author)  # the usual answer (checked)
+    contents: list[Content] = []
+    if completion.reasoning:
+        # The whole message, as streamed: its reasoning too (never sent back to a model).
+        contents.append(ReasoningContent(text=completion.reasoning))
+    if completion.text or not completion.tool_calls:
+        contents.append(TextContent(text=completion.text))
+    contents.extend(completion.tool_calls)
+    return ChatMessage(role="assistant", contents=contents, author=author)

@@ -534,15 +534,9 @@ def _short(text: str, limit: int = 500) -> str:
 
 
 def _answer_json(completion: Completion) -> str:
-    from raf.messages import ChatMessage, Content, ReasoningContent, TextContent
+    from raf.react.loop import assistant_message
 
-    contents: list[Content] = []
-    if completion.reasoning:
-        contents.append(ReasoningContent(text=completion.reasoning))
-    if completion.text or not completion.tool_calls:
-        contents.append(TextContent(text=completion.text))
-    contents.extend(completion.tool_calls)
-    return output_json(ChatMessage(role="assistant", contents=contents), completion.finish_reason)
+    return output_json(assistant_message(completion, None), completion.finish_reason)
 
 
 def _server(base_url: str) -> Attributes:
