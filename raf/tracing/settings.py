@@ -178,13 +178,12 @@ def _instruments(
     from raf.tracing.telemetry import Instruments
 
     key: Any = tracer_provider if tracer_provider is not None else meter_provider
+    inner: Any = meter_provider if tracer_provider is not None else None
     try:
         made = _MADE.setdefault(key, {})
     except TypeError:  # a provider that takes no weak reference: made afresh each run
         return Instruments(tracer_provider, meter_provider)
-    found = made.get(meter_provider if key is tracer_provider else None)
+    found = made.get(inner)
     if found is None:
-        found = made[meter_provider if key is tracer_provider else None] = Instruments(
-            tracer_provider, meter_provider
-        )
+        found = made[inner] = Instruments(tracer_provider, meter_provider)
     return found

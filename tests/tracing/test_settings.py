@@ -63,3 +63,19 @@ def test_an_untraced_run_imports_nothing_of_opentelemetry() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_runs_with_the_same_providers_share_one_tracer_and_one_set_of_instruments() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+
+    tracer_provider, meter_provider = TracerProvider(), MeterProvider()
+    with instrument(tracer_provider=tracer_provider, meter_provider=meter_provider):
+        first, second = active(), active()
+    assert first is not None and second is not None and first is not second
+    assert first._instruments is second._instruments  # pyright: ignore[reportPrivateUsage]
+    with instrument(meter_provider=meter_provider):
+        alone = active()
+    assert alone is not None
+    assert alone._instruments is not first._instruments  # pyright: ignore[reportPrivateUsage]
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
