@@ -35,6 +35,7 @@ from raf.run import AgentRun as AgentRun
 from raf.run import Emit, RunContext
 from raf.session import Session as Session
 from raf.session import checked_session
+from raf.tracing.settings import active as active_telemetry
 from raf.updates import (
     AgentPath,
     AgentResponse,
@@ -271,6 +272,13 @@ class BaseAgent(ABC, Generic[ValueT]):
                 emit,
                 BudgetTracker(budget) if budget is not None else None,
             )
+            telemetry = ctx.turn.telemetry = active_telemetry()
+            if telemetry is not None:
+                return await telemetry.run(self, ctx.path, run_session, new_messages, bounded(ctx))
+            return await bounded(ctx)
+
+        async def bounded(ctx: RunContext) -> AgentResponse[ValueT]:
+            budget = run_options.budget
             timeout = run_options.timeout
             seconds = budget.seconds if budget is not None else None
             if timeout is None and seconds is None:
@@ -364,14 +372,36 @@ async def invoke_in_place(
     """Run raf's `agent` in place as a child of the agent whose context is `ctx` (at `place`,
     see `RunContext`)."""
     child = ctx.child(agent.id, call, place)
+    telemetry = ctx.turn.telemetry
     try:
-        return await agent.invoke(messages, child)
+        if telemetry is None:
+            return await agent.invoke(messages, child)
+        work = agent.invoke(messages, child)
+        return await telemetry.agent(agent, child.path, ctx.session, messages, work)
     except AgentError as exc:
         exc.with_path(child.path)
         raise
 
 
 async def invoke_foreign(
+    agent: IAgent,
+    messages: list[ChatMessage],
+    ctx: RunContext,
+    session: Session | None = None,
+    *,
+    asks: AgentPath | None = None,
+) -> AgentResponse:
+    """Run an `IAgent` that is not raf's through its public `run()` on `session` (see
+    `_run_foreign`), in its own span when the run is traced."""
+    work = _run_foreign(agent, messages, ctx, session, asks=asks)
+    telemetry = ctx.turn.telemetry
+    if telemetry is None:
+        return await work
+    path = (*ctx.path, agent.id)
+    return await telemetry.agent(agent, path, ctx.session, messages, work)
+
+
+async def _run_foreign(
     agent: IAgent,
     messages: list[ChatMessage],
     ctx: RunContext,

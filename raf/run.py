@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from raf.agent import RunOptions
     from raf.budget import BudgetTracker
     from raf.session import Session
+    from raf.tracing.telemetry import Telemetry
 
 Emit = Callable[[AgentUpdate], Awaitable[None]]
 """Sends one update toward the consumer of the run."""
@@ -72,6 +73,8 @@ class Turn:
     """Other agents' messages as the run's models are shown them, built once for all seats."""
     prefixes: Prefixes = field(default_factory=lambda: Prefixes())
     """How the start of a conversation was shown to the run's models, reused by later seats."""
+    telemetry: Telemetry | None = None
+    """The run's spans and metrics, when it is traced (`raf.tracing`); decided once per run."""
 
 
 @dataclass(slots=True)

@@ -23,6 +23,7 @@ PAGES = [
     "tools",
     "local-models",
     "reliability",
+    "tracing",
 ]
 README = DOCS.parent / "README.md"
 

@@ -40,6 +40,8 @@ from raf.providers.seat import seen_by
 from raf.react.native import json_answer
 from raf.react.native import response_format as _response_format
 from raf.tools.arguments import describe_validation_error
+from raf.tracing.settings import RUNNING
+from raf.updates import Usage
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -159,15 +161,31 @@ async def completion_text(
     """One streamed model call with response format `fmt`: the completion's text, every
     event checked and shown to `on_event` as it arrives (the model sees `messages` from
     `seat`)."""
-    text = ""
-    async with provider.stream(seen_by(seat, messages), response_format=fmt) as events:
+    shown = seen_by(seat, messages)
+    telemetry = RUNNING.get()
+    if telemetry is None:
+        return (await _completion(provider, shown, fmt, on_event))[0].text
+    work = _completion(provider, shown, fmt, on_event)
+    return (await telemetry.chat(provider, None, None, shown, work))[0].text
+
+
+async def _completion(
+    provider: LlmProvider,
+    messages: Sequence[ChatMessage],
+    fmt: dict[str, Any] | None,
+    on_event: Callable[[ProviderEvent], Awaitable[None]] | None,
+) -> tuple[Completion, Usage]:
+    completion = Completion()
+    async with provider.stream(messages, response_format=fmt) as events:
         async for event in events:
             check_event(event, provider.model, ())
             if on_event is not None:
                 await on_event(event)
             if isinstance(event, Completion):
-                text = event.text
-    return text
+                completion = event
+    return completion, Usage(
+        input_tokens=completion.input_tokens, output_tokens=completion.output_tokens
+    )
 
 
 def validate_json(text: str, schema: type[M]) -> M:

@@ -2,7 +2,7 @@
 
     raf demo                                   a nested workflow on the scripted model
     raf run MODULE:ATTR "prompt"               stream a run as a live tree, then its answer
-        [--session FILE] [--json]
+        [--session FILE] [--json] [--trace]
     raf tree MODULE:ATTR [--json]              the agent tree
     raf graph MODULE:ATTR --format mermaid     a workflow's graph (mermaid or dot)
     raf serve MODULE:ATTR [--port 8000]        serve it over AG-UI (HTTP), with a web page
@@ -26,6 +26,7 @@ from rich.console import Console
 
 from raf.cli.commands import cmd_acp, cmd_demo, cmd_graph, cmd_run, cmd_serve, cmd_tree
 from raf.cli.interrupt import EXIT_INTERRUPTED, exit_now
+from raf.cli.trace import add_trace_flag
 
 EXIT_MISTAKE = 2
 """The exit status of a mistake in the command (as argparse's own usage errors)."""
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", action="store_true", help="print the updates as JSON lines")
     run.set_defaults(handler=cmd_run)
+    add_trace_flag(run)
 
     tree = commands.add_parser("tree", help="print the agent tree")
     tree.add_argument("target", metavar="MODULE:ATTR", help=_TARGET_HELP)

@@ -236,11 +236,16 @@ class NodeContext:
         request_id = f"{runner.asks}{work.node_id}@{work.superstep}#{work.ordinal}"
         work.ordinal += 1
         answers = runner.state.answers
+        telemetry = runner.turn.telemetry
         if request_id in answers:
+            if telemetry is not None:
+                telemetry.answered(runner.session, request_id, work.node_id, runner.scope)
             return answers[request_id]
         # The run keeps the payload to resume: one with no JSON form fails this node now,
         # before the request is reported.
         encode(payload, f"the payload of request {request_id!r}", work.node_id)
+        if telemetry is not None:
+            telemetry.asked(runner.session, request_id, work.node_id, runner.scope)
         raise Suspended([(request_id, payload, runner.scope)], forwarded=False)
 
     async def invoke_agent(self, agent: IAgent, messages: list[ChatMessage]) -> AgentResponse:

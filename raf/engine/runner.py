@@ -198,6 +198,7 @@ class Runner:
                 return status
         bound = self.workflow.max_supersteps
         keeps_start = self.progress is not None and self.progress.keeps_start
+        telemetry = self.turn.telemetry
         while state.pending:
             index = state.superstep
             if bound is not None and index >= bound:
@@ -215,7 +216,11 @@ class Runner:
             jobs: list[_Job] = [
                 (node, messages, index, 0, None) for node, messages in batch.items()
             ]
-            status = await self._superstep(index, jobs)
+            if telemetry is None:
+                status = await self._superstep(index, jobs)
+            else:
+                step = self._superstep(index, jobs)
+                status = await telemetry.superstep(self, self.workflow.id, index, list(batch), step)
             if status is not None:
                 return status
         return "completed"
@@ -259,7 +264,16 @@ class Runner:
         for request_id, value in answers.items():
             shared.setdefault(request_id, value)
         jobs: list[_Job] = [(n, s.messages, s.superstep, s.ordinal, s) for n, s in ready]
-        status = await self._superstep(max(s.superstep for _, s in ready), jobs, resumed=True)
+        index = max(s.superstep for _, s in ready)
+        step = self._superstep(index, jobs, resumed=True)
+        telemetry = self.turn.telemetry
+        if telemetry is None:
+            status = await step
+        else:
+            nodes = [n for n, _ in ready]
+            status = await telemetry.superstep(
+                self, self.workflow.id, index, nodes, step, resumed=True
+            )
         if not state.suspended:
             answers.clear()
         return status

@@ -27,6 +27,7 @@ from raf.engine.state import RunState, RunStatus
 from raf.engine.stream import WorkflowStream
 from raf.run import Turn
 from raf.session import Session, checked_session
+from raf.tracing.settings import active as active_telemetry
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -346,14 +347,22 @@ class Workflow:
         state = RunState.start(self._start, input)
         run_session = Session() if session is None else checked_session(session)
         root = RootRun(run_session, None)
-        turn = Turn(engine=root)
+        telemetry = active_telemetry()
+        turn = Turn(engine=root, telemetry=telemetry)
         progress = root if root.checkpoints else None
         runner = Runner(self, state, sink, run_session, turn=turn, progress=progress)
         root.runner = runner
+
+        async def execute() -> tuple[RunStatus, RunState]:
+            work = runner.execute()
+            if telemetry is not None:
+                work = telemetry.workflow(self._id, run_session, resumed=False, work=work)
+            return await work, state
+
         if session is None:  # a fresh session: nothing else can hold it
-            return await runner.execute(), state
+            return await execute()
         async with holding(session, wait=on_busy == "wait", path=(self._id,)):
-            return await runner.execute(), state
+            return await execute()
 
     async def _resume_run(
         self,
@@ -413,13 +422,18 @@ class Workflow:
         restore_session(session, snapshot, scope)
         root = RootRun(session, None if turn_data is None else turn_data[0])
         answers = answer_messages(state, responses or {})
-        turn = Turn(answers=dict(state.answers), engine=root)
+        telemetry = active_telemetry()
+        turn = Turn(answers=dict(state.answers), engine=root, telemetry=telemetry)
         runner = Runner(self, state, sink, session, scope=scope, turn=turn, progress=root)
         root.runner = runner
         if turn_data is not None and not answers:
             # Mid-turn: what the turn produced before the checkpoint is still the turn's.
             runner.produced.extend(turn_data[1])
-        status = await runner.execute()
+        if telemetry is None:
+            status = await runner.execute()
+        else:
+            work = runner.execute()
+            status = await telemetry.workflow(self._id, session, resumed=True, work=work)
         if turn_data is not None:
             finish_resumed_turn(self, session, turn_data, state, status, answers, runner.produced)
         return status, state

@@ -56,12 +56,16 @@ class ChunkAssembler:
     calls: dict[int, _PendingCall] = field(default_factory=new_dict)
     usage: tuple[int, int] | None = None
     finish_reason: str | None = None
+    model: str | None = None
+    response_id: str | None = None
     # The key in `calls` of the call each server index currently feeds, and of the last call fed.
     _keys: dict[int, int] = field(init=False, default_factory=new_dict)
     _last: int | None = field(init=False, default=None)
 
     def feed(self, chunk: Mapping[str, Any]) -> list[ProviderEvent]:
         """The events one chunk produces (often one, sometimes none)."""
+        if self.model is None:
+            self._identify(chunk)
         usage = _object(chunk.get("usage"))
         if usage:
             self.usage = (_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
@@ -75,6 +79,15 @@ class ChunkAssembler:
             if isinstance(finish_reason, str) and finish_reason:
                 self.finish_reason = finish_reason
         return events
+
+    def _identify(self, chunk: Mapping[str, Any]) -> None:
+        """Note the answering model and the completion's id (sent on every chunk)."""
+        model = chunk.get("model")
+        if isinstance(model, str) and model:
+            self.model = valid_unicode(model)
+        response_id = chunk.get("id")
+        if isinstance(response_id, str) and response_id:
+            self.response_id = valid_unicode(response_id)
 
     def _feed_delta(self, delta: Mapping[str, Any]) -> list[ProviderEvent]:
         events: list[ProviderEvent] = []
@@ -160,6 +173,8 @@ class ChunkAssembler:
                 input_tokens=tokens_in,
                 output_tokens=tokens_out,
                 finish_reason=self.finish_reason,
+                model=self.model,
+                response_id=self.response_id,
             )
         )
         return events

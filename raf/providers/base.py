@@ -74,6 +74,10 @@ class Completion:
     input_tokens: int = 0
     output_tokens: int = 0
     finish_reason: str | None = None
+    model: str | None = field(default=None, compare=False)
+    """The model that answered, as the server names it (for telemetry; not compared)."""
+    response_id: str | None = field(default=None, compare=False)
+    """The server's id of the completion (for telemetry; not compared)."""
 
 
 ProviderEvent = (

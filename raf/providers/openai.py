@@ -171,6 +171,11 @@ class OpenAIProvider:
         return self._model
 
     @property
+    def base_url(self) -> str:
+        """The client's base URL (telemetry names the server from it)."""
+        return str(self._client.base_url)
+
+    @property
     def retry(self) -> RetryPolicy:
         """The retry policy."""
         return self._retry

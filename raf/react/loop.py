@@ -144,10 +144,17 @@ class ReactLoop:
             schema = self.output_schema
             rounds = ctx.options.max_rounds or self.max_rounds
             budgeted = ctx.budget is not None
+            telemetry = turn.telemetry
             for _ in range(rounds):
                 if budgeted:
                     ctx.charge_round()
-                completion, round_usage = await self._call_model(conversation, ctx)
+                if telemetry is None:
+                    completion, round_usage = await self._call_model(conversation, ctx)
+                else:
+                    call = self._call_model(conversation, ctx)
+                    completion, round_usage = await telemetry.chat(
+                        self.provider, ctx.path, ctx.session, conversation, call
+                    )
                 tokens_in += round_usage.input_tokens
                 tokens_out += round_usage.output_tokens
                 if budgeted:
@@ -254,16 +261,7 @@ class ReactLoop:
         return completion, reported
 
     def _assistant(self, completion: Completion) -> ChatMessage:
-        if not completion.reasoning and not completion.tool_calls:
-            return assistant_text(completion.text, self.author)  # the usual answer (checked)
-        contents: list[Content] = []
-        if completion.reasoning:
-            # The whole message, as streamed: its reasoning too (never sent back to a model).
-            contents.append(ReasoningContent(text=completion.reasoning))
-        if completion.text or not completion.tool_calls:
-            contents.append(TextContent(text=completion.text))
-        contents.extend(completion.tool_calls)
-        return ChatMessage(role="assistant", contents=contents, author=self.author)
+        return assistant_message(completion, self.author)
 
     async def _run_calls(
         self, calls: list[ToolCallContent], ctx: RunContext
@@ -317,7 +315,11 @@ class ReactLoop:
         ctx: RunContext,
     ) -> None:
         call = calls[index]
-        result = await self.dispatch(call, ctx)
+        telemetry = ctx.turn.telemetry
+        if telemetry is None:
+            result = await self.dispatch(call, ctx)
+        else:
+            result = await telemetry.tool(call, ctx.path, self.dispatch(call, ctx))
         results[index] = result
         await self._report(call, result, ctx)
 
@@ -350,3 +352,17 @@ class ReactLoop:
             "Call one of them by its exact name.",
             is_error=True,
         )
+
+
+def assistant_message(completion: Completion, author: str | None) -> ChatMessage:
+    """The assistant message of `completion`, as the loop appends it to the conversation."""
+    if not completion.reasoning and not completion.tool_calls:
+        return assistant_text(completion.text, author)  # the usual answer (checked)
+    contents: list[Content] = []
+    if completion.reasoning:
+        # The whole message, as streamed: its reasoning too (never sent back to a model).
+        contents.append(ReasoningContent(text=completion.reasoning))
+    if completion.text or not completion.tool_calls:
+        contents.append(TextContent(text=completion.text))
+    contents.extend(completion.tool_calls)
+    return ChatMessage(role="assistant", contents=contents, author=author)

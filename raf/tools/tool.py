@@ -41,6 +41,7 @@ from raf.tools.arguments import ArgumentsSpec, arguments_spec, describe_validati
 from raf.tools.cancellation import CallFlag, running_call
 from raf.tools.definition import ToolDefinition
 from raf.tools.docstring import parse_docstring
+from raf.tracing.tool_spans import tool_failed
 
 _logger = logging.getLogger("raf")
 
@@ -200,7 +201,9 @@ def tool(
 def log_tool_failure(name: str, exc: Exception) -> None:
     """Log a tool's exception that becomes an error result for the model, on the `raf` logger:
     one line at WARNING (the model got the error and goes on: nothing crashed), its traceback at
-    DEBUG; a `ToolError` (a refusal the tool meant) at DEBUG only."""
+    DEBUG; a `ToolError` (a refusal the tool meant) at DEBUG only. A traced call's span
+    records it too."""
+    tool_failed(exc)
     if isinstance(exc, ToolError):
         _logger.debug("tool %r refused the call: %s", name, exc)
         return
