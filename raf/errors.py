@@ -12,6 +12,7 @@
     ├── ToolError                   a tool could not be defined or called
     ├── SessionBusy                 another run of the session is in progress
     ├── UnknownRequest              a tool result answers no pending request
+    ├── DurableRunError             a durable run cannot run here, or failed in its workflow
     └── CheckpointError(ValueError) a checkpoint cannot be read (truncated, edited, foreign)
         └── CheckpointVersionError  a checkpoint of a format version this raf does not know
     GraphValidationError(ValueError)    a workflow is ill-formed at build time
@@ -165,6 +166,11 @@ class UnknownRequest(AgentError):
         )
         self.request_id = request_id
         self.pending = pending
+
+
+class DurableRunError(AgentError):
+    """A durable run (`raf.durable`) cannot run here (not on asyncio), or failed inside its
+    workflow (the message names the run id and the original error)."""
 
 
 class CheckpointError(AgentError, ValueError):

@@ -27,6 +27,7 @@ from raf.updates import AgentPath, AgentResponse, AgentUpdate, ValueT
 if TYPE_CHECKING:
     from raf.agent import RunOptions
     from raf.budget import BudgetTracker
+    from raf.durable.seam import Durability
     from raf.session import Session
 
 Emit = Callable[[AgentUpdate], Awaitable[None]]
@@ -72,6 +73,9 @@ class Turn:
     """Other agents' messages as the run's models are shown them, built once for all seats."""
     prefixes: Prefixes = field(default_factory=lambda: Prefixes())
     """How the start of a conversation was shown to the run's models, reused by later seats."""
+    durable: Durability | None = None
+    """Where the run's model and tool calls go as recorded steps (`raf.durable`); None runs
+    them locally."""
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Literal
 
 import anyio
@@ -110,6 +111,8 @@ class ReactLoop:
     the output."""
     text_tool_calls: bool = False
     """Take an answer that is only a JSON tool call written as text as that tool call."""
+    idempotent: frozenset[str] = frozenset()
+    """Tools that may run again when a durable run recovers a call in doubt."""
     _names: frozenset[str] = field(init=False, repr=False)
     _exits: dict[str, ExitTool] = field(init=False, repr=False)
     _system: tuple[ChatMessage, ...] = field(init=False, repr=False)
@@ -147,7 +150,12 @@ class ReactLoop:
             for _ in range(rounds):
                 if budgeted:
                     ctx.charge_round()
-                completion, round_usage = await self._call_model(conversation, ctx)
+                durable = turn.durable
+                if durable is None:
+                    completion, round_usage = await self._call_model(conversation, ctx)
+                else:  # a recorded step (raf.durable)
+                    call = partial(self._call_model, conversation)
+                    completion, round_usage = await durable.model_call(ctx, call)
                 tokens_in += round_usage.input_tokens
                 tokens_out += round_usage.output_tokens
                 if budgeted:
@@ -294,8 +302,9 @@ class ReactLoop:
                 continue
             results[index] = result
             await self._report(call, result, ctx)
-        if len(pending) == 1:
-            await self._run_one(calls, pending[0], results, ctx)
+        if len(pending) == 1 or ctx.turn.durable is not None:  # durable steps: in order
+            for index in pending:
+                await self._run_one(calls, index, results, ctx)
         elif pending:
             # Dispatchers turn failures into results; anything else surfaces as itself.
             with single_exceptions():
@@ -317,7 +326,12 @@ class ReactLoop:
         ctx: RunContext,
     ) -> None:
         call = calls[index]
-        result = await self.dispatch(call, ctx)
+        durable = ctx.turn.durable
+        if durable is None:
+            result = await self.dispatch(call, ctx)
+        else:  # a recorded step (raf.durable)
+            idempotent = call.name in self.idempotent
+            result = await durable.tool_call(ctx, call, self.dispatch, idempotent=idempotent)
         results[index] = result
         await self._report(call, result, ctx)
 
