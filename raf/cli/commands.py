@@ -15,8 +15,10 @@ import anyio
 from rich.console import Console
 from rich.tree import Tree
 
+from raf.agent import IAgent
 from raf.cli.interrupt import EXIT_INTERRUPTED, until_interrupted
 from raf.cli.run import RunRequest, load_session, run_and_answer
+from raf.cli.runs import durable_serving
 from raf.cli.targets import as_agent, load_target
 from raf.registry import AgentTree, tree_of
 
@@ -83,14 +85,17 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> int:
     console.print(f"[dim]serving {agent.id!r} over AG-UI, the web page at {where}; Ctrl-C stops[/]")
     try:
         anyio.run(
-            partial(
-                serve,
+            durable_serving(  # `--dbos DSN`: the agent runs durably
                 agent,
-                host=args.host,
-                port=args.port,
-                token=args.token,
-                allowed_hosts=args.allow_host,
-                allowed_origins=args.allow_origin,
+                args.dbos,
+                partial(
+                    serve,
+                    host=args.host,
+                    port=args.port,
+                    token=args.token,
+                    allowed_hosts=args.allow_host,
+                    allowed_origins=args.allow_origin,
+                ),
             )
         )
     except KeyboardInterrupt:  # uvicorn shut down cleanly first
@@ -106,16 +111,18 @@ def cmd_acp(args: argparse.Namespace, console: Console) -> int:
         raise SystemExit(
             f"`raf acp` needs the ACP extra ({exc.name} is missing): pip install 'raf[acp]'"
         ) from None
-    agent = as_agent(load_target(args.target))
 
-    async def body() -> int:
+    async def serve_agent(agent: IAgent) -> None:
         if args.store is None:
-            await serve_stdio(agent)
-            return 0
+            return await serve_stdio(agent)
         from raf.stores import SqliteCheckpointStore
 
         async with SqliteCheckpointStore(args.store) as store:
             await serve_stdio(agent, store)
+
+    async def body() -> int:
+        # `--dbos DSN`: the agent runs durably
+        await durable_serving(as_agent(load_target(args.target)), args.dbos, serve_agent)()
         return 0
 
     return anyio.run(until_interrupted, body, backend="asyncio")

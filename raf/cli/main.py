@@ -26,6 +26,7 @@ from rich.console import Console
 
 from raf.cli.commands import cmd_acp, cmd_demo, cmd_graph, cmd_run, cmd_serve, cmd_tree
 from raf.cli.interrupt import EXIT_INTERRUPTED, exit_now
+from raf.cli.runs import add_dbos_option, add_runs_command
 
 EXIT_MISTAKE = 2
 """The exit status of a mistake in the command (as argparse's own usage errors)."""
@@ -110,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="a web origin whose pages may call the API, say https://app.example.com (repeatable)",
     )
+    add_dbos_option(serve)
     serve.set_defaults(handler=cmd_serve)
 
     acp = commands.add_parser("acp", help="serve an agent to ACP editors over stdio")
@@ -120,7 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a SQLite file to keep sessions in, so the editor can list and load them later "
         "(default: kept in memory while the server runs)",
     )
+    add_dbos_option(acp)
     acp.set_defaults(handler=cmd_acp)
+    add_runs_command(commands)
     return parser
 
 

@@ -123,6 +123,8 @@ async def main() -> None:
                 die()
             run = durable.run(answers.pop(0), session)
     else:
+        if os.environ.get("RAF_WORKER_READY"):  # standing by: someone else resumes the run
+            print(json.dumps({"ready": True}), flush=True)
         if args.mode == "resume":
             await DBOS.resume_workflow_async(args.run_id)
         async for text in DBOS.read_stream_async(args.run_id, STREAM, polling_interval_sec=0.01):
