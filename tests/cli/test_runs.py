@@ -9,13 +9,13 @@ import pytest
 
 pytest.importorskip("dbos")
 
-from dbos import DBOS  # noqa: E402
+from dbos import DBOS
 
-from raf import Session  # noqa: E402
-from raf.cli.main import main  # noqa: E402
-from raf.durable import DurableAgent  # noqa: E402
-from tests.durable.conftest import dbos_sqlite  # noqa: E402, F401
-from tests.durable.test_agent import approval  # noqa: E402
+from raf import Session
+from raf.cli.main import main
+from raf.durable import DurableAgent
+from tests.durable.conftest import dbos_sqlite  # noqa: F401
+from tests.durable.test_agent import approval
 
 pytestmark = pytest.mark.anyio
 
