@@ -23,6 +23,7 @@ PAGES = [
     "tools",
     "local-models",
     "reliability",
+    "durable",
 ]
 README = DOCS.parent / "README.md"
 
