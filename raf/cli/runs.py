@@ -162,6 +162,6 @@ def durable_serving(
         try:
             await serve(durable)
         finally:
-            DBOS.destroy()
+            DBOS.destroy(destroy_registry=True)
 
     return run

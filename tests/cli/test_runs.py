@@ -9,10 +9,14 @@ import pytest
 
 pytest.importorskip("dbos")
 
-from dbos import DBOS
+from pathlib import Path
+
+from dbos import DBOS, DBOSClient
 
 from raf import Session
+from raf.agent import IAgent
 from raf.cli.main import main
+from raf.cli.runs import durable_serving
 from raf.durable import DurableAgent
 from tests.durable.conftest import dbos_sqlite  # noqa: F401
 from tests.durable.test_agent import approval
@@ -53,3 +57,31 @@ async def test_runs_lists_shows_answers_and_cancels(
 def test_runs_says_where_the_runs_are(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["runs", "list"]) == 2
     assert "--dbos sqlite:///runs.sqlite" in capsys.readouterr().err
+
+
+async def test_serving_with_dbos_serves_the_agent_durably(tmp_path: Path) -> None:
+    served: list[IAgent] = []
+
+    async def serve(agent: IAgent) -> None:
+        served.append(agent)
+        assert (await agent.run("go", Session(id="s"))).status == "waiting"
+
+    url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    await durable_serving(approval(), url, serve)()
+    assert isinstance(served[0], DurableAgent)
+    client = DBOSClient(system_database_url=url)
+    try:
+        assert [w.workflow_id for w in client.list_workflows()] == ["flow:s:0"]
+    finally:
+        client.destroy()
+
+
+async def test_serving_without_dbos_serves_the_agent_as_it_is() -> None:
+    agent = approval()
+    served: list[IAgent] = []
+
+    async def serve(given: IAgent) -> None:
+        served.append(given)
+
+    await durable_serving(agent, None, serve)()
+    assert served == [agent]
