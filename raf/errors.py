@@ -14,6 +14,7 @@
     ├── UnknownRequest              a tool result answers no pending request
     ├── AppendConflict              an append lost the race: its key moved on (nothing written)
     ├── RoleStepFailed              a tick runner's step of one topic failed (topic, role)
+    ├── DurableRunError             a durable run cannot run here, or failed in its workflow
     └── CheckpointError(ValueError) a checkpoint or event cannot be read (truncated, edited, foreign)
         └── CheckpointVersionError  a checkpoint of a format version this raf does not know
     GraphValidationError(ValueError)    a workflow is ill-formed at build time
@@ -167,6 +168,11 @@ class UnknownRequest(AgentError):
         )
         self.request_id = request_id
         self.pending = pending
+
+
+class DurableRunError(AgentError):
+    """A durable run (`raf.durable`) cannot run here (not on asyncio), or failed inside its
+    workflow (the message names the run id and the original error)."""
 
 
 class AppendConflict(AgentError):

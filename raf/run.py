@@ -27,6 +27,7 @@ from raf.updates import AgentPath, AgentResponse, AgentUpdate, ValueT
 if TYPE_CHECKING:
     from raf.agent import RunOptions
     from raf.budget import BudgetTracker
+    from raf.durable.seam import Durability
     from raf.session import Session
     from raf.tracing.telemetry import Telemetry
 
@@ -75,6 +76,9 @@ class Turn:
     """How the start of a conversation was shown to the run's models, reused by later seats."""
     telemetry: Telemetry | None = None
     """The run's spans and metrics, when it is traced (`raf.tracing`); decided once per run."""
+    durable: Durability | None = None
+    """Where the run's model and tool calls go as recorded steps (`raf.durable`); None runs
+    them locally."""
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ PAGES = [
     "local-models",
     "reliability",
     "tracing",
+    "durable",
 ]
 README = DOCS.parent / "README.md"
 

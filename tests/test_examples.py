@@ -34,6 +34,7 @@ EXPECTED = {
     "group_chat.py": "chat ended after",
     "magentic.py": "team errands: researcher, writer",
     "vote.py": "winner: ",
+    "durable_run.py": "recorded steps: raf.model:planner#0",
 }
 """A line each example prints when it ran through, offline and against an endpoint alike."""
 
@@ -59,6 +60,7 @@ ANSWERS = {
     "group_chat.py": "  [room/critic] Tight and vivid. APPROVED\nchat ended after 4 rounds\n",
     "magentic.py": "answer: Note: open 7:00-18:00.\nfollow-up: Note: open 9:00-20:00.\n",
     "vote.py": "winner: publish, tally: {'publish': 2.0, 'revise': 1.0}\n",
+    "durable_run.py": "raf.tool:planner#3:book_table.started, raf.tool:planner#3:book_table",
 }
 """What each example answers on its scripted model: the end of the run, not its first line."""
 

@@ -19,8 +19,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
+from raf.agent import IAgent
 from raf.cli.interrupt import EXIT_INTERRUPTED, until_interrupted
 from raf.cli.run import RunRequest, load_session, run_and_answer
+from raf.cli.runs import durable_serving
 from raf.cli.targets import as_agent, load_target
 from raf.registry import AgentTree, tree_of
 
@@ -114,15 +116,18 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> int:
     limits = {} if limit is None else {"max_body_bytes": limit}
     try:
         anyio.run(
-            partial(
-                serve,
+            durable_serving(  # `--dbos DSN`: the agent runs durably
                 agent,
-                host=host,
-                port=port,
-                token=args.token,
-                allowed_hosts=args.allow_host,
-                allowed_origins=args.allow_origin,
-                **limits,
+                args.dbos,
+                partial(
+                    serve,
+                    host=host,
+                    port=port,
+                    token=args.token,
+                    allowed_hosts=args.allow_host,
+                    allowed_origins=args.allow_origin,
+                    **limits,
+                ),
             )
         )
     except KeyboardInterrupt:  # uvicorn shut down cleanly first
@@ -142,14 +147,17 @@ def cmd_acp(args: argparse.Namespace, console: Console) -> int:
     if args.store is not None:
         _check_store(args.store)
 
-    async def body() -> int:
+    async def serve_agent(agent: IAgent) -> None:
         if args.store is None:
-            await serve_stdio(agent)
-            return 0
+            return await serve_stdio(agent)
         from raf.stores import SqliteCheckpointStore
 
         async with SqliteCheckpointStore(args.store) as store:
             await serve_stdio(agent, store)
+
+    async def body() -> int:
+        # `--dbos DSN`: the agent runs durably
+        await durable_serving(agent, args.dbos, serve_agent)()
         return 0
 
     return anyio.run(until_interrupted, body, backend="asyncio")

@@ -26,6 +26,7 @@ from rich.console import Console
 
 from raf.cli.commands import cmd_acp, cmd_demo, cmd_graph, cmd_run, cmd_serve, cmd_tree
 from raf.cli.interrupt import EXIT_INTERRUPTED, exit_now
+from raf.cli.runs import add_dbos_option, add_runs_command
 from raf.cli.trace import add_trace_flag
 
 EXIT_MISTAKE = 2
@@ -118,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="a web origin whose pages may call the API, say https://app.example.com (repeatable)",
     )
+    add_dbos_option(serve)
     serve.set_defaults(handler=cmd_serve)
 
     acp = commands.add_parser("acp", help="serve an agent to ACP editors over stdio")
@@ -128,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a SQLite file to keep sessions in, so the editor can list and load them later "
         "(default: kept in memory while the server runs)",
     )
+    add_dbos_option(acp)
     acp.set_defaults(handler=cmd_acp)
+    add_runs_command(commands)
     return parser
 
 

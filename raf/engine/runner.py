@@ -302,6 +302,13 @@ class Runner:
     ) -> RunStatus | None:
         if len(jobs) == 1:
             works = [await self._run_node(*jobs[0])]
+        elif self.turn.durable is not None:
+            # Durable steps are recorded in order (raf.durable): the nodes run one by one.
+            works: list[NodeWork] = []
+            for job in jobs:
+                works.append(await self._run_node(*job))
+                if self.failure is not None:
+                    break
         else:
             works = [NodeWork(self, *job) for job in jobs]
             async with anyio.create_task_group() as tg:

@@ -159,6 +159,7 @@ class ReactAgent(BaseAgent[ValueT]):
             label=f"ReactAgent {id!r}",
             output_mode=output_mode,
             text_tool_calls=text_tool_calls,
+            idempotent=frozenset(t.name for t in self._tools.values() if t.idempotent),
         )
 
     @property

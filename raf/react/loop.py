@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Literal
 
 import anyio
@@ -110,6 +111,8 @@ class ReactLoop:
     the output."""
     text_tool_calls: bool = False
     """Take an answer that is only a JSON tool call written as text as that tool call."""
+    idempotent: frozenset[str] = frozenset()
+    """Tools that may run again when a durable run recovers a call in doubt."""
     _names: frozenset[str] = field(init=False, repr=False)
     _exits: dict[str, ExitTool] = field(init=False, repr=False)
     _system: tuple[ChatMessage, ...] = field(init=False, repr=False)
@@ -148,10 +151,14 @@ class ReactLoop:
             for _ in range(rounds):
                 if budgeted:
                     ctx.charge_round()
-                if telemetry is None:
-                    completion, round_usage = await self._call_model(conversation, ctx)
-                else:
+                durable = turn.durable
+                if durable is None:
                     call = self._call_model(conversation, ctx)
+                else:  # a recorded step (raf.durable)
+                    call = durable.model_call(ctx, partial(self._call_model, conversation))
+                if telemetry is None:
+                    completion, round_usage = await call
+                else:
                     completion, round_usage = await telemetry.chat(
                         self.provider, ctx.path, ctx.session, conversation, call
                     )
@@ -292,8 +299,9 @@ class ReactLoop:
                 continue
             results[index] = result
             await self._report(call, result, ctx)
-        if len(pending) == 1:
-            await self._run_one(calls, pending[0], results, ctx)
+        if len(pending) == 1 or ctx.turn.durable is not None:  # durable steps: in order
+            for index in pending:
+                await self._run_one(calls, index, results, ctx)
         elif pending:
             # Dispatchers turn failures into results; anything else surfaces as itself.
             with single_exceptions():
@@ -315,11 +323,15 @@ class ReactLoop:
         ctx: RunContext,
     ) -> None:
         call = calls[index]
-        telemetry = ctx.turn.telemetry
-        if telemetry is None:
-            result = await self.dispatch(call, ctx)
-        else:
-            result = await telemetry.tool(call, ctx.path, self.dispatch(call, ctx))
+        turn = ctx.turn
+        durable = turn.durable
+        if durable is None:
+            work = self.dispatch(call, ctx)
+        else:  # a recorded step (raf.durable)
+            idempotent = call.name in self.idempotent
+            work = durable.tool_call(ctx, call, self.dispatch, idempotent=idempotent)
+        telemetry = turn.telemetry
+        result = await (work if telemetry is None else telemetry.tool(call, ctx.path, work))
         results[index] = result
         await self._report(call, result, ctx)
 

@@ -67,9 +67,12 @@ class Tool:
     Attributes:
         fn: the wrapped function.
         max_output_chars: results longer than this are truncated with a note.
+        idempotent: whether running a call twice has the effect of running it once; a
+            durable run recovering a call of it that started and has no recorded end runs
+            it again, where any other tool's call goes to a human (see docs/durable.md).
     """
 
-    __slots__ = ("_is_async", "_spec", "definition", "fn", "max_output_chars")
+    __slots__ = ("_is_async", "_spec", "definition", "fn", "idempotent", "max_output_chars")
 
     def __init__(
         self,
@@ -78,11 +81,13 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        idempotent: bool = False,
     ) -> None:
         tool_name = name or getattr(fn, "__name__", "")
         docs = parse_docstring(inspect.getdoc(fn))
         self.fn = fn
         self.max_output_chars = max_output_chars
+        self.idempotent = idempotent
         self._spec: ArgumentsSpec = arguments_spec(fn, tool_name, docs.params)
         self._is_async = _is_async_callable(fn)
         try:
@@ -160,6 +165,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -170,6 +176,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a `Tool` of a typed sync or async function; use bare or with options.
 
@@ -178,6 +185,8 @@ def tool(
         name: the tool's name (the function's name by default).
         description: what it does (the docstring's first paragraph by default).
         max_output_chars: results longer than this are truncated with a note.
+        idempotent: the call may safely run twice (a durable run recovering it in doubt runs
+            it again instead of asking a human).
 
     Raises:
         ToolError: when the name or a parameter cannot be described to a model.
@@ -189,11 +198,18 @@ def tool(
         >>> find.name, find.definition.parameters["required"]
         ('lookup', ['word'])
     """
+    make = functools.partial(
+        Tool,
+        name=name,
+        description=description,
+        max_output_chars=max_output_chars,
+        idempotent=idempotent,
+    )
     if fn is not None:
-        return Tool(fn, name=name, description=description, max_output_chars=max_output_chars)
+        return make(fn)
 
     def decorate(function: Callable[..., Any]) -> Tool:
-        return Tool(function, name=name, description=description, max_output_chars=max_output_chars)
+        return make(function)
 
     return decorate
 

@@ -1,0 +1,317 @@
+"""`DurableAgent`: any raf agent, run as a DBOS durable workflow, behind the same `IAgent`.
+
+Example:
+    >>> from dbos import DBOS  # doctest: +SKIP
+    >>> DBOS(config={"name": "app", "system_database_url": "sqlite:///runs.sqlite"})  # doctest: +SKIP
+    >>> durable = DurableAgent(agent)  # before DBOS.launch()  # doctest: +SKIP
+    >>> DBOS.launch()  # inside the running event loop  # doctest: +SKIP
+    >>> response = await durable.run("hello")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import sniffio
+from anyio.streams.memory import MemoryObjectSendStream
+from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
+
+from raf._single_writer import claim_session
+from raf.agent import (
+    AgentMetadata,
+    AgentRun,
+    BaseAgent,
+    IAgent,
+    RunOptions,
+    Session,
+    options_of_run,
+)
+from raf.budget import BudgetTracker
+from raf.durable.dbos import ANSWERS, DbosSteps
+from raf.durable.envelopes import (
+    STREAM,
+    FailedEnvelope,
+    TurnEnvelope,
+    UpdateEnvelope,
+    envelope_adapter,
+)
+from raf.errors import AgentError, DurableRunError
+from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_adapter
+from raf.run import Emit, RunContext, Turn
+from raf.session import checked_session
+from raf.updates import AgentResponse, AgentUpdate
+
+__all__ = ["DurableAgent"]
+
+_Item = AgentUpdate | TurnEnvelope | FailedEnvelope
+
+
+class DurableAgent:
+    """An agent whose runs are DBOS durable workflows, recovered by any worker.
+
+    Each run is a DBOS workflow; each model call and tool call in it a DBOS step named by its
+    stable id (the agent's place and the call's index), so a worker that dies mid-run is
+    recovered, by this process restarted or by another worker, without making a completed
+    call again. The run streams as any agent's does, every token attributed by path; a human
+    request waits inside the workflow (DBOS `recv`) for as long as it takes, and the next
+    `run()` on the session, or `answer()` from any process, answers it.
+
+    Create it after `DBOS(config=...)` and before `DBOS.launch()` (DBOS registers workflows
+    before launch), the same way in every worker; launch inside the running event loop, so
+    recovered runs run on it. asyncio only (DBOS is asyncio): a run on trio raises
+    `DurableRunError`.
+
+    Args:
+        agent: the raf agent to run (a ReactAgent, a workflow's agent, a FunctionAgent...).
+
+    Raises:
+        TypeError: when `agent` is not a raf agent (its calls could not be steps).
+    """
+
+    def __init__(self, agent: IAgent) -> None:
+        if not isinstance(agent, BaseAgent):
+            raise TypeError(
+                f"DurableAgent runs raf agents (ReactAgent, FunctionAgent, workflow.as_agent()), "
+                f"not {type(agent).__name__}: the model and tool calls of another agent "
+                "cannot be recorded as steps"
+            )
+        self._agent: BaseAgent[Any] = agent
+        self._default_session = Session()
+        self._readers: dict[str, MemoryObjectSendStream[_Item]] = {}
+        self.workflow_name = f"raf.run:{agent.id}"
+        """The DBOS workflow name of this agent's runs."""
+
+        async def raf_run(messages: str, session: str, options: str) -> str:
+            return await self._execute(messages, session, options)
+
+        self._workflow = DBOS.workflow(name=self.workflow_name)(raf_run)
+
+    def __repr__(self) -> str:
+        return f"DurableAgent({self._agent!r})"
+
+    @property
+    def id(self) -> str:
+        """The wrapped agent's id."""
+        return self._agent.id
+
+    @property
+    def metadata(self) -> AgentMetadata:
+        """The wrapped agent's metadata."""
+        return self._agent.metadata
+
+    def get_subagent(self, agent_id: str) -> IAgent | None:
+        """The wrapped agent's direct child `agent_id`, or None."""
+        return self._agent.get_subagent(agent_id)
+
+    async def reset(self) -> None:
+        """Forget the default session, here and in the wrapped agent's tree."""
+        self._default_session = Session()
+        await self._agent.reset()
+
+    def run(
+        self,
+        messages: MessagesInput,
+        session: Session | None = None,
+        options: RunOptions | None = None,
+    ) -> AgentRun[Any]:
+        """Start a durable run (or answer the session's waiting one); stream it as any run.
+
+        Leaving the stream early cancels the workflow. The response's value is JSON data
+        (a structured value comes back as the dict of its fields).
+        """
+        new = as_messages(messages)
+        run_session = self._default_session if session is None else checked_session(session)
+        run_options = options_of_run(options)
+        body = partial(self._drive, new, run_session, run_options)
+        wait = run_options.on_busy == "wait"
+        return AgentRun(body, partial(claim_session, run_session, wait=wait, path=(self.id,)))
+
+    def _key(self) -> str:
+        return f"{self.id}#durable_run"
+
+    def next_run_id(self, session: Session) -> str:
+        """The id the next durable run of `session` gets: `{agent id}:{session id}:{n}`.
+
+        Ids are predictable, so a start retried after a crash of the caller finds the run it
+        started (DBOS starts a workflow id once) and any process can name the run.
+        """
+        count = session.get(f"{self.id}#durable_runs", 0)
+        return f"{self.id}:{session.id}:{count if isinstance(count, int) else 0}"
+
+    async def _drive(
+        self, messages: list[ChatMessage], session: Session, options: RunOptions, emit: Emit
+    ) -> AgentResponse[Any]:
+        require_asyncio(self.id)
+        waiting = session.get(self._key())
+        run_id = waiting if isinstance(waiting, str) else self.next_run_id(session)
+        send, receive = anyio.create_memory_object_stream[_Item](math.inf)
+        self._readers[run_id] = send
+        ended = False
+        try:
+            if isinstance(waiting, str):
+                await answer(run_id, messages)
+            else:
+                count = session.get(f"{self.id}#durable_runs", 0)
+                session.set(f"{self.id}#durable_runs", (count if isinstance(count, int) else 0) + 1)
+                with SetWorkflowID(run_id):
+                    await DBOS.start_workflow_async(
+                        self._workflow,
+                        message_list_adapter.dump_json(messages).decode(),
+                        session.to_json(),
+                        options.model_dump_json(),
+                    )
+            async with receive:
+                async for item in receive:
+                    if isinstance(item, TurnEnvelope | FailedEnvelope):
+                        ended = True
+                        response = self._ended(item, session, run_id)
+                        if response.status != "waiting":
+                            # The workflow records its output: wait for it to be done.
+                            handle: WorkflowHandleAsync[str] = await DBOS.retrieve_workflow_async(
+                                run_id
+                            )
+                            await handle.get_result()
+                        return response
+                    await emit(item)
+            raise DurableRunError(f"durable run {run_id!r} ended without a response", path=())
+        finally:
+            self._readers.pop(run_id, None)
+            send.close()
+            if not ended:
+                with anyio.CancelScope(shield=True):
+                    await DBOS.cancel_workflow_async(run_id)
+                session.pop(self._key())
+
+    def _ended(
+        self, item: TurnEnvelope | FailedEnvelope, session: Session, run_id: str
+    ) -> AgentResponse[Any]:
+        if isinstance(item, FailedEnvelope):
+            session.pop(self._key())
+            raise failure(item, run_id)
+        session.restore(Session.from_json(item.session).snapshot())
+        if item.response.status == "waiting":
+            session.set(self._key(), run_id)
+        return item.response
+
+    async def _live(self, run_id: str, item: _Item) -> None:
+        reader = self._readers.get(run_id)
+        if reader is None:
+            return
+        try:
+            reader.send_nowait(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._readers.pop(run_id, None)
+
+    async def _execute(self, messages: str, session: str, options: str) -> str:
+        """The workflow's body: the run's turns, waiting durably between them."""
+        run_id = DBOS.workflow_id
+        assert run_id is not None
+        recorded = await recorded_steps(run_id)
+        steps = DbosSteps(recorded, partial(self._live, run_id))
+        run_session = Session.from_json(session)
+        run_options = RunOptions.model_validate_json(options)
+        turn_messages = message_list_adapter.validate_json(messages)
+        agent = self._agent
+        while True:
+            budget = run_options.budget
+            ctx = RunContext(
+                (agent.id,),
+                run_session,
+                run_options,
+                steps.publish,
+                BudgetTracker(budget) if budget is not None else None,
+                Turn(durable=steps),
+            )
+            try:
+                response = await agent.invoke_turn(turn_messages, ctx)
+            except AgentError as exc:
+                await steps.fail(exc)
+                raise
+            except Exception as exc:
+                await steps.fail(AgentError(f"{type(exc).__name__}: {exc}", path=(agent.id,)))
+                raise
+            envelope = await steps.end_turn(response, run_session.to_json())
+            if response.status != "waiting":
+                return envelope.model_dump_json()
+            turn_messages = await steps.answer()
+
+    def attach(self, run_id: str, *, offset: int = 0, poll_seconds: float = 0.1) -> AgentRun[Any]:
+        """Follow durable run `run_id` from any process, from item `offset` of its stream to
+        the end of that turn: the items recorded outside steps (no tokens), then its response.
+
+        Example:
+            >>> async def follow(durable, run_id):  # doctest: +SKIP
+            ...     response = await durable.attach(run_id)
+        """
+
+        async def body(emit: Emit) -> AgentResponse[Any]:
+            require_asyncio(self.id)
+            stream = DBOS.read_stream_async(
+                run_id, STREAM, offset=offset, polling_interval_sec=poll_seconds
+            )
+            try:
+                async for text in stream:
+                    item = envelope_adapter.validate_json(str(text))
+                    if isinstance(item, UpdateEnvelope):
+                        await emit(item.update)
+                    elif isinstance(item, FailedEnvelope):
+                        raise failure(item, run_id)
+                    else:
+                        return item.response
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await stream.aclose()
+            raise DurableRunError(f"durable run {run_id!r} ended without a response", path=())
+
+        return AgentRun(body)
+
+
+async def answer(run_id: str, messages: MessagesInput) -> None:
+    """Answer durable run `run_id`, waiting for a human, from any process with DBOS launched:
+    `messages` are its next turn (plain text answers the oldest open request).
+
+    Example:
+        >>> await answer("4f1c...", "approve")  # doctest: +SKIP
+    """
+    text = message_list_adapter.dump_json(as_messages(messages)).decode()
+    await DBOS.send_async(run_id, text, topic=ANSWERS)
+
+
+def failure(item: FailedEnvelope, run_id: str) -> AgentError:
+    """The error a reader raises for a durable run that failed."""
+    return DurableRunError(
+        f"durable run {run_id!r} failed with {item.error}: {item.message}", path=item.path
+    )
+
+
+async def recorded_steps(run_id: str) -> set[str]:
+    """Names of the steps run `run_id` has recorded so far.
+
+    Read outside the workflow's DBOS context (an empty one, on a worker thread): a read made
+    inside would be a recorded step itself, giving a recovered run the first execution's
+    answer.
+    """
+    read = partial(DBOS.list_workflow_steps, run_id, load_output=False)
+    steps = await anyio.to_thread.run_sync(contextvars.Context().run, read)
+    return {step["function_name"] for step in steps}
+
+
+def require_asyncio(agent_id: str) -> None:
+    """Refuse to run durably on another async library than asyncio.
+
+    Raises:
+        DurableRunError: naming the library and what to do.
+    """
+    library = sniffio.current_async_library()
+    if library != "asyncio":
+        raise DurableRunError(
+            f"durable runs need asyncio, and this one runs on {library}: DBOS, which records "
+            "the run's steps, is asyncio-only. Run the agent without DurableAgent on "
+            f"{library}, or run this program on asyncio",
+            path=(agent_id,),
+        )

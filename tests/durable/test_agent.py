@@ -1,0 +1,171 @@
+"""`DurableAgent` in one process, on a SQLite system database: the same stream and response
+as the wrapped agent's local run, human requests answered durably, steps named by place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from dbos import DBOS
+
+from raf import ChatMessage, FunctionAgent, ReactAgent, SequentialBuilder, Session
+from raf.durable import DurableAgent, answer
+from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
+from raf.errors import DurableRunError
+from raf.testing import ScriptedProvider, text, tool_calls
+from raf.tools import tool
+from raf.updates import AgentUpdate
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # DBOS is asyncio-only; the trio refusal has its own test
+
+
+def team() -> Any:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    calc = ReactAgent(
+        "calc",
+        ScriptedProvider(
+            [tool_calls(("add", {"a": 2, "b": 3}), ("add", {"a": 1, "b": 1})), text("5 and 2")]
+        ),
+        "Use tools.",
+        tools=[add],
+    )
+    writer = ReactAgent("writer", ScriptedProvider([text("The sums are 5 and 2.")]), "Write.")
+    return SequentialBuilder(id="team").add_agent(calc).add_agent(writer).build().as_agent()
+
+
+def shape(updates: list[AgentUpdate]) -> list[tuple[str, tuple[str, ...], str]]:
+    return [(u.type, u.path, getattr(u, "text", "")) for u in updates]
+
+
+async def test_a_durable_run_streams_what_the_local_run_streams(dbos_sqlite: str) -> None:
+    local_agent = team()
+    async with local_agent.run("sums?") as stream:
+        local = [u async for u in stream]
+    durable = DurableAgent(team())
+    DBOS.launch()
+    async with durable.run("sums?") as stream:
+        remote = [u async for u in stream]
+    assert shape(remote) == shape(local)
+    tokens = [
+        t for kind, path, t in shape(remote) if (kind, path) == ("text_delta", ("team", "writer"))
+    ]
+    assert "".join(tokens) == "The sums are 5 and 2." and len(tokens) > 1
+
+
+async def test_each_model_and_tool_call_is_a_step_named_by_place_and_index(
+    dbos_sqlite: str,
+) -> None:
+    durable = DurableAgent(team())
+    DBOS.launch()
+    session = Session(id="s1")
+    response = await durable.run("sums?", session)
+    assert response.text == "The sums are 5 and 2."
+    steps = await DBOS.list_workflow_steps_async("team:s1:0")
+    names = [s["function_name"] for s in steps if s["function_name"].startswith("raf.")]
+    assert names == [
+        "raf.model:team/calc#0",
+        "raf.tool:team/calc#1:add.started",
+        "raf.tool:team/calc#1:add",
+        "raf.tool:team/calc#2:add.started",
+        "raf.tool:team/calc#2:add",
+        "raf.model:team/calc#3",
+        "raf.model:team/writer#0",
+    ]
+
+
+def approval() -> Any:
+    async def review(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        verdict = await ctx.request_info({"draft": conversation[-1].text})
+        await ctx.send([*conversation, ChatMessage.user(f"Reviewer: {verdict}")])
+
+    writer = FunctionAgent("writer", lambda m: "draft")
+    publish = FunctionAgent("publish", lambda m: f"published after {m[-1].text}")
+    return (
+        WorkflowBuilder("flow")
+        .add_edge(writer, FunctionExecutor("review", review))
+        .add_edge("review", publish)
+        .set_start("writer")
+        .build()
+        .as_agent()
+    )
+
+
+async def test_a_human_request_waits_in_the_workflow_and_the_next_run_answers(
+    dbos_sqlite: str,
+) -> None:
+    durable = DurableAgent(approval())
+    DBOS.launch()
+    session = Session(id="h")
+    async with durable.run("go", session) as stream:
+        asked = [u async for u in stream]
+    requests = [u for u in asked if u.type == "request_info"]
+    assert [r.payload for r in requests] == [{"draft": "draft"}]
+    status = await DBOS.get_workflow_status_async("flow:h:0")
+    assert status is not None and status.status == "PENDING"  # waiting in recv
+    response = await durable.run("yes", session)
+    assert response.text == "published after Reviewer: yes"
+    status = await DBOS.get_workflow_status_async("flow:h:0")
+    assert status is not None and status.status == "SUCCESS"
+    assert (await durable.run("again", session)).status == "waiting"  # a new run: a new id
+    status = await DBOS.get_workflow_status_async("flow:h:1")
+    assert status is not None and status.status == "PENDING"
+
+
+async def test_any_process_can_answer_a_waiting_run_and_follow_it(dbos_sqlite: str) -> None:
+    durable = DurableAgent(approval())
+    DBOS.launch()
+    first = await durable.run("go", Session(id="x"))
+    assert first.status == "waiting"
+    await answer("flow:x:0", "fine")  # what `raf runs answer` does, from anywhere
+    followed = durable.attach("flow:x:0", offset=0)
+    async with followed as stream:
+        items = [u async for u in stream]
+    assert [u.type for u in items if u.type == "request_info"] == ["request_info"]
+    assert first.pending[0].request_id in {u.request_id for u in items if u.type == "request_info"}
+    final = durable.attach("flow:x:0", offset=len(items) + 1)
+    response = await final
+    assert response.text == "published after Reviewer: fine"
+
+
+async def test_leaving_the_stream_early_cancels_the_workflow(dbos_sqlite: str) -> None:
+    durable = DurableAgent(approval())
+    DBOS.launch()
+    async with durable.run("go", Session(id="c")) as stream:
+        async for _ in stream:
+            break
+    status = await DBOS.get_workflow_status_async("flow:c:0")
+    assert status is not None and status.status == "CANCELLED"
+
+
+async def test_a_failed_run_raises_naming_the_run_and_the_path(dbos_sqlite: str) -> None:
+    def broken(messages: list[ChatMessage]) -> str:
+        raise ValueError("no way")
+
+    durable = DurableAgent(FunctionAgent("bad", broken))
+    DBOS.launch()
+    with pytest.raises(DurableRunError, match=r"'bad:f:0' failed with .*no way"):
+        await durable.run("go", Session(id="f"))
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_trio_gets_a_clear_error(anyio_backend: str) -> None:
+    durable = DurableAgent(FunctionAgent("echo", lambda m: m[-1].text))
+    with pytest.raises(DurableRunError, match="need asyncio, and this one runs on trio"):
+        await durable.run("hi")
+
+
+def test_only_raf_agents_can_be_durable() -> None:
+    class Foreign:
+        id = "x"
+
+    with pytest.raises(TypeError, match="runs raf agents"):
+        DurableAgent(Foreign())  # type: ignore[arg-type]
