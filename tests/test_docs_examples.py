@@ -52,9 +52,13 @@ def test_pages_show_what_they_promise(capsys: pytest.CaptureFixture[str]) -> Non
     assert "['a draft', 'A DRAFT']" in capsys.readouterr().out
 
 
-def test_readme_example_streams_the_nested_tree(capsys: pytest.CaptureFixture[str]) -> None:
-    block = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[0]
+def test_readme_example_prints_the_answers_then_the_tree(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = README.read_text()
+    block = re.findall(r"```python\n(.*?)```", text, re.S)[0]
     exec(compile(block, "README.md[0]", "exec"), {"__name__": "readme"})
     out = capsys.readouterr().out
-    assert "('team', 'writing', 'edit') text_delta" in out
-    assert "('team', 'review') text_delta" in out
+    shown = re.findall(r"```python\n.*?```\n\nprints\n\n```text\n(.*?)```", text, re.S)[0]
+    assert out == shown
+    assert out.startswith("team/writing/edit: A FIRST DRAFT.\nteam/review: Looks good.\n")
