@@ -98,6 +98,7 @@ def completed_response(
         "value": value,
         "status": "completed",
         "pending": [],
+        "paths": [],
     }
     return trusted(AgentResponse, values, {"messages", "usage", "value"})
 

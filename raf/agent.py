@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from raf._defaults import new_dict
 from raf._options import Options
+from raf._origins import MessageOrigins
 from raf._single_writer import OnBusy, claim_session
 from raf.budget import Budget, BudgetTracker
 from raf.errors import AgentError, BudgetExceeded, RunTimeout, UnknownRequest
@@ -301,8 +302,14 @@ class BaseAgent(ABC, Generic[ValueT]):
                 path=ctx.path,
             )
 
+        async def attributed(emit: Emit) -> AgentResponse[ValueT]:
+            origins = MessageOrigins()  # the response says which agent said what
+            return origins.attributed(await body(origins.watching(emit)))
+
         wait = run_options.on_busy == "wait"
-        return AgentRun(body, partial(claim_session, run_session, wait=wait, path=(self._id,)))
+        return AgentRun(
+            attributed, partial(claim_session, run_session, wait=wait, path=(self._id,))
+        )
 
     async def invoke_turn(
         self, messages: list[ChatMessage], ctx: RunContext

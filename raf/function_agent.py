@@ -12,11 +12,14 @@ Example:
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from contextlib import contextmanager
 from typing import Any, ClassVar, cast
 
 from raf._describe import describe, short_repr
+from raf._streaming import unwrap_group
 from raf.agent import BaseAgent
+from raf.errors import AgentError, AgentPath
 from raf.messages import ChatMessage, TextContent
 from raf.run import RunContext
 from raf.updates import AgentResponse, MessageCompleted, TextDelta
@@ -41,6 +44,10 @@ class FunctionAgent(BaseAgent[None]):
 
     Raises:
         TypeError: `fn` is not callable (or comes before the id).
+
+    When `fn` raises in a run of this agent itself, the run raises `AgentError` at the agent's
+    path, with `fn`'s exception as its `__cause__`; nested in a workflow, the workflow's
+    `WorkflowError` reports it.
     """
 
     kind: ClassVar[str] = "function"
@@ -68,12 +75,14 @@ class FunctionAgent(BaseAgent[None]):
         """Call `fn` and stream what it returns (its response has no value)."""
         path = ctx.path
         emit = ctx.emit
-        result: Any = self._fn(messages)
+        with self._failures(path):
+            result: Any = self._fn(messages)
         if isinstance(result, AsyncIterator):
             message = await self._stream(cast(AsyncIterator[Any], result), ctx)
         else:
             if inspect.isawaitable(result):
-                result = await result
+                with self._failures(path):
+                    result = await result
             if isinstance(result, ChatMessage):
                 message = result
                 if message.text:
@@ -93,7 +102,12 @@ class FunctionAgent(BaseAgent[None]):
         """Stream `chunks` as text deltas; close the generator however the run ends."""
         parts: list[str] = []
         try:
-            async for chunk in chunks:
+            while True:
+                with self._failures(ctx.path):
+                    try:
+                        chunk = await anext(chunks)
+                    except StopAsyncIteration:
+                        break
                 if not isinstance(chunk, str):
                     raise TypeError(
                         f"FunctionAgent {self._id!r}: fn streamed {type(chunk).__name__}; "
@@ -104,8 +118,27 @@ class FunctionAgent(BaseAgent[None]):
         finally:
             close = getattr(chunks, "aclose", None)
             if close is not None:
-                await close()
+                with self._failures(ctx.path):
+                    await close()
         return _assistant("".join(parts), self._id)
+
+    @contextmanager
+    def _failures(self, path: AgentPath) -> Generator[None]:
+        """Where `fn`'s own code runs: at the top of a run, what it raises becomes an
+        `AgentError` at this agent's path (nested, the workflow's node reports it)."""
+        if len(path) > 1:
+            yield
+            return
+        try:
+            yield
+        except AgentError:
+            raise
+        except Exception as exc:
+            raised = unwrap_group(exc)  # a lone error of fn's own task group, as itself
+            raise AgentError(
+                f"function agent {self._id!r}: fn raised {type(raised).__name__}: {raised}",
+                path=path,
+            ) from raised
 
 
 def _assistant(text: str, author: str) -> ChatMessage:

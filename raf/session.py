@@ -1,22 +1,30 @@
 """`Session`: one conversation's state, keyed by agent path, serializable to JSON.
 
+Read what a run kept by agent: `session.history(agent)` (or a path, `"team"`), the pattern
+state of a node (`session.state("desk/router")`), and which agents kept anything
+(`session.paths()`).
+
 Example:
     >>> s = Session(id="chat-1")
     >>> s.set("team/writer#turns", 2)
     >>> Session.from_json(s.to_json()).get("team/writer#turns")
     2
+    >>> s.paths(), s.history("team")
+    (['team/writer'], [])
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import pydantic_core
 from pydantic import TypeAdapter
 
 from raf._single_writer import SessionWriter
+from raf.messages import ChatMessage, message_list_adapter
 
 if TYPE_CHECKING:
     from raf.stores.base import CheckpointStore
@@ -24,6 +32,20 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 SESSION_FORMAT_VERSION = 1
+
+
+class Identified(Protocol):
+    """Anything with an agent `id`, as every `IAgent` has."""
+
+    @property
+    def id(self) -> str:
+        """The agent id."""
+        ...
+
+
+AgentRef = str | Sequence[str] | Identified
+"""An agent in a session: an agent (found by its id), a path `"team/writer"`, or a path
+tuple `("team", "writer")` as stream items carry."""
 
 
 class _Raw:
@@ -92,6 +114,64 @@ class Session:
             return
         for key in self.keys(prefix):
             del self._state[key]
+
+    def history(self, agent: AgentRef) -> list[ChatMessage]:
+        """The conversation kept for `agent`: every message of its turns, in order (empty
+        before its first run).
+
+        The agent a run starts at keeps the history (a nested agent reads its parent's), so
+        pass that agent, or the path of the workflow that holds it. An agent object is found
+        by its id; when its id has history at several paths, pass the path.
+
+        Example:
+            >>> import anyio
+            >>> from raf import FunctionAgent
+            >>> echo = FunctionAgent("echo", lambda messages: messages[-1].text)
+            >>> session = Session()
+            >>> response = anyio.run(echo.run("hi", session).collect)
+            >>> [m.text for m in session.history(echo)]
+            ['hi', 'hi']
+
+        Raises:
+            ValueError: when an agent's id has history at several paths.
+        """
+        key = self._key(agent, "history")
+        return list(self.get_as(key, message_list_adapter) or [])
+
+    def state(self, agent: AgentRef) -> dict[str, Any]:
+        """The pattern state kept for the node at `agent`, as JSON data (empty when none):
+        a handoff router's active agent (`"desk/router"`), a group chat's selector, a
+        Magentic orchestrator's ledgers.
+
+        Raises:
+            ValueError: when an agent's id has state at several paths.
+        """
+        return dict(_jsonable(self.get(self._key(agent, "state")) or {}))
+
+    def paths(self) -> list[str]:
+        """The agent paths the session keeps anything for, in the order they were first kept."""
+        found = (key.partition("#")[0] for key in self._state)
+        return list(dict.fromkeys(path for path in found if path))
+
+    def _key(self, agent: AgentRef, name: str) -> str:
+        if isinstance(agent, str):
+            return f"{agent.strip('/')}#{name}"
+        if isinstance(agent, Sequence):
+            return "/".join(agent) + f"#{name}"
+        agent_id = agent.id
+        suffix = f"#{name}"
+        found = [
+            key
+            for key in self._state
+            if key.endswith(suffix) and key[: -len(suffix)].rpartition("/")[2] == agent_id
+        ]
+        if len(found) > 1:
+            paths = [key[: -len(suffix)] for key in found]
+            raise ValueError(
+                f"agent {agent_id!r} has {name} at several paths of session {self.id!r} "
+                f"({', '.join(paths)}): pass the path, say session.{name}({paths[0]!r})"
+            )
+        return found[0] if found else agent_id + suffix
 
     def snapshot(self) -> dict[str, Any]:
         """The state as JSON-able data."""

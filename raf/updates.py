@@ -206,8 +206,38 @@ class AgentResponse(BaseModel, Generic[ValueT]):
     """`waiting` when the run ended waiting for human answers (see `pending`)."""
     pending: list[RequestInfoUpdate] = Field(default_factory=new_list)
     """The open requests of a waiting run, oldest first; the next `run()` answers them."""
+    paths: list[AgentPath] = Field(default_factory=new_list)
+    """The agent path of each of `messages`, in the same order (`()` where unknown): set by
+    `run()`, from the agent that completed each message in the stream."""
 
     @property
     def text(self) -> str:
-        """Text of the last message, or an empty string."""
+        """Text of the last message, or an empty string (see `answers` for a team)."""
         return self.messages[-1].text if self.messages else ""
+
+    @property
+    def answers(self) -> dict[str, str]:
+        """What each agent answered, by agent path: every member's answer of a concurrent
+        team, where `text` is only the last message.
+
+        Keys are paths joined by `/` (`"team/review"`), in the order the agents first
+        answered; an agent that said several things has its last. Assistant messages with text count;
+        a message of unknown path (restored from a checkpoint, or built by hand) is keyed by
+        its author.
+
+        Example:
+            >>> said = [ChatMessage.assistant("A draft.", author="edit"),
+            ...         ChatMessage.assistant("Looks good.", author="review")]
+            >>> AgentResponse(messages=said, paths=[("team", "edit"), ("team", "review")]).answers
+            {'team/edit': 'A draft.', 'team/review': 'Looks good.'}
+        """
+        found: dict[str, str] = {}
+        for index, message in enumerate(self.messages):
+            text = message.text
+            if message.role != "assistant" or not text:
+                continue
+            path = self.paths[index] if index < len(self.paths) else ()
+            key = "/".join(path) if path else message.author
+            if key is not None:
+                found[key] = text
+        return found

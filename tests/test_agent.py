@@ -14,7 +14,7 @@ from raf.agent import (
     invoke_agent,
 )
 from raf.budget import Budget
-from raf.errors import BudgetExceeded, RunTimeout, ToolError
+from raf.errors import AgentError, BudgetExceeded, RunTimeout, ToolError
 from raf.function_agent import FunctionAgent
 from raf.messages import ChatMessage
 from raf.run import RunContext
@@ -163,8 +163,9 @@ async def test_failed_agent_is_not_poisoned() -> None:
         return "fine"
 
     agent = FunctionAgent("flaky", flaky)
-    with pytest.raises(ValueError, match="first call fails"):
+    with pytest.raises(AgentError, match="first call fails") as info:
         await agent.run("x").collect()
+    assert isinstance(info.value.__cause__, ValueError)
     assert (await agent.run("x").collect()).text == "fine"
 
 
@@ -324,12 +325,14 @@ async def test_collect_raises_a_lone_error_of_a_task_group_as_itself() -> None:
         return "never"  # pragma: no cover
 
     agent = FunctionAgent("g", grouped)
-    with pytest.raises(ValueError, match="inside a task group"):
+    with pytest.raises(AgentError, match="fn raised ValueError: inside a task group") as info:
         await agent.run("x").collect()
-    with pytest.raises(ValueError, match="inside a task group"):
+    assert type(info.value.__cause__) is ValueError
+    with pytest.raises(AgentError, match="fn raised ValueError: inside a task group") as info:
         async with agent.run("x") as stream:
             async for _ in stream:
                 pass
+    assert type(info.value.__cause__) is ValueError
 
 
 @pytest.mark.parametrize("options", [RunOptions(timeout=30), RunOptions(budget=Budget(seconds=30))])
@@ -337,9 +340,10 @@ async def test_an_agents_own_timeout_error_is_not_taken_for_the_runs(options: Ru
     def fails(messages: list[ChatMessage]) -> str:
         raise TimeoutError("db connection timed out")
 
-    with pytest.raises(TimeoutError, match="db connection timed out") as info:
+    with pytest.raises(AgentError, match="db connection timed out") as info:
         await FunctionAgent("db", fails).run("x", options=options).collect()
     assert not isinstance(info.value, RunTimeout | BudgetExceeded)
+    assert type(info.value.__cause__) is TimeoutError
 
 
 async def collect_items(stream: AsyncIterator[AgentUpdate]) -> list[AgentUpdate]:

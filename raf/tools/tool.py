@@ -101,6 +101,14 @@ class Tool:
                 f"tool name {tool_name!r} is not usable: use 1 to 64 letters, digits, '_' or "
                 "'-' (pass name=... to @tool)"
             ) from None
+        _refuse_unannotated(fn, tool_name)
+        if not self.definition.description:
+            _logger.warning(
+                "tool %r has no description, so the model sees only its name and parameters: "
+                "write a docstring (its first paragraph is the description, its Args: section "
+                "describes the parameters) or pass @tool(description=...)",
+                tool_name,
+            )
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r})"
@@ -188,8 +196,13 @@ def tool(
         idempotent: the call may safely run twice (a durable run recovering it in doubt runs
             it again instead of asking a human).
 
+    Every parameter needs a type annotation. A tool without a description (no docstring and
+    no `description=`) is logged as a warning on the `raf` logger: the model would see only its
+    name.
+
     Raises:
-        ToolError: when the name or a parameter cannot be described to a model.
+        ToolError: when the name or a parameter cannot be described to a model (a parameter
+            without a type annotation included).
 
     Example:
         >>> @tool(name="lookup", description="Find a word.")
@@ -294,6 +307,22 @@ async def _in_thread(call: Callable[[], Any]) -> Any:
         except anyio.get_cancelled_exc_class():
             flag.cancel()
             raise
+
+
+def _refuse_unannotated(fn: Callable[..., Any], tool_name: str) -> None:
+    """Raise when a parameter of `fn` has no type: the model would be told nothing about it
+    and any JSON value would reach the function.
+
+    Raises:
+        ToolError: naming the first unannotated parameter.
+    """
+    for param in inspect.signature(fn).parameters.values():
+        if param.annotation is inspect.Parameter.empty:
+            raise ToolError(
+                f"tool {tool_name!r}: parameter {param.name!r} has no type annotation, so the "
+                f"model cannot be told what to pass; annotate it (say `{param.name}: str`, or "
+                "`: Any` to accept any JSON value)"
+            )
 
 
 def _is_async_callable(fn: Callable[..., Any]) -> bool:

@@ -58,6 +58,6 @@ def test_the_human_in_the_loop_examples_print_what_the_page_shows() -> None:
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    shown = re.findall(r"prints\n\n```\n(.*?)```", section, re.S)[0].splitlines()
+    shown = re.findall(r"prints\n\n```(?:text)?\n(.*?)```", section, re.S)[0].splitlines()
     assert out[: len(shown)] == shown
     assert out[len(shown)] == "completed ['a draft', 'verdict: ship it']"

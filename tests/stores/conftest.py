@@ -45,13 +45,19 @@ def postgres_dsn() -> str:
     return POSTGRES_DSN
 
 
+def _schema_name(worker_id: str) -> str:
+    """A schema of its own for each test worker (`worker_id` is pytest-xdist's, `master`
+    without workers), and unique on the server whoever else runs tests on it."""
+    return f"raf_test_{worker_id}_{uuid.uuid4().hex}"
+
+
 @pytest.fixture
-def postgres_schema(postgres_dsn: str) -> Iterator[str]:
+def postgres_schema(postgres_dsn: str, worker_id: str) -> Iterator[str]:
     """A fresh schema name for one test; the schema is dropped afterwards."""
     import psycopg
     from psycopg import sql
 
-    schema = f"raf_test_{uuid.uuid4().hex}"
+    schema = _schema_name(worker_id)
     yield schema
     with psycopg.connect(postgres_dsn, autocommit=True) as connection:
         connection.execute(
@@ -60,12 +66,12 @@ def postgres_schema(postgres_dsn: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def _shared_postgres_schema(postgres_dsn: str) -> Iterator[str]:
-    """One schema for the tests of the shared contract, dropped at the end of the run."""
+def _shared_postgres_schema(postgres_dsn: str, worker_id: str) -> Iterator[str]:
+    """One schema for the tests of the shared contract on this worker, dropped at the end."""
     import psycopg
     from psycopg import sql
 
-    schema = f"raf_test_{uuid.uuid4().hex}"
+    schema = _schema_name(worker_id)
     yield schema
     with psycopg.connect(postgres_dsn, autocommit=True) as connection:
         connection.execute(

@@ -243,3 +243,47 @@ async def test_at_warning_level_a_tool_exception_shows_no_traceback(
     with caplog.at_level("WARNING", logger="raf"):
         await explode.call("{}")
     assert "Traceback" not in caplog.text and "raised RuntimeError: kaboom" in caplog.text
+
+
+def test_an_unannotated_parameter_is_refused_at_decoration_by_name() -> None:
+    def lookup(city, days: int = 1) -> str:  # type: ignore[no-untyped-def]
+        """Look a city up."""
+        return str(city)
+
+    with pytest.raises(ToolError) as info:
+        tool(lookup)
+    assert str(info.value) == (
+        "tool 'lookup': parameter 'city' has no type annotation, so the model cannot be told "
+        "what to pass; annotate it (say `city: str`, or `: Any` to accept any JSON value)"
+    )
+
+
+def test_an_annotated_callable_object_and_an_any_parameter_are_accepted() -> None:
+    class Lookup:
+        __name__ = "lookup"
+
+        def __call__(self, city: str, extra: Any = None) -> str:
+            """Look a city up."""
+            return city
+
+    assert tool(Lookup()).definition.parameters["required"] == ["city"]
+
+
+def test_a_tool_without_a_description_says_where_it_comes_from(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def ping() -> str:
+        return "pong"
+
+    with caplog.at_level("WARNING", logger="raf"):
+        undescribed = tool(ping)
+        tool(description="Answer pong.")(ping)
+        add_again = tool(add.fn)
+    assert undescribed.description == "" and add_again.description == "Add two numbers."
+    [warning] = [r for r in caplog.records if r.name == "raf"]
+    assert warning.levelname == "WARNING"
+    assert warning.message == (
+        "tool 'ping' has no description, so the model sees only its name and parameters: "
+        "write a docstring (its first paragraph is the description, its Args: section "
+        "describes the parameters) or pass @tool(description=...)"
+    )
