@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
+from typing import Any, TextIO
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -16,6 +19,30 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=60)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+
+
+class _CurrentStderr(logging.StreamHandler[TextIO]):
+    """Writes to whatever `sys.stderr` is now: pytest swaps it per test and closes the old one."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+# DBOS gives its logger a console handler bound to the stderr of the moment, once per process;
+# set up first, the logger keeps this one, so a later test's DBOS never writes to a closed file.
+_dbos_logger = logging.getLogger("dbos")
+if not _dbos_logger.handlers:
+    _console = _CurrentStderr()
+    _console.name = "__dbos_console_log_handler__"
+    _dbos_logger.addHandler(_console)
+    _dbos_logger.propagate = False
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -97,6 +97,8 @@ class McpTool(Tool):
         self._offered = True
         self.fn = self._call_remote
         self.max_output_chars = max_output_chars
+        # A server's idempotentHint is its own claim: a call in doubt still goes to a human.
+        self.idempotent = False
         self.definition = ToolDefinition(
             name=name,
             description=info.description or "",

@@ -250,8 +250,8 @@ def test_two_open_questions_are_answered_one_at_a_time_with_choice_buttons(
         page.fill("#message", "go")
         page.press("#message", "Enter")
         page.locator(".run.waiting").wait_for()
-        left = page.locator('.request[data-interrupt="pair/left@1#0"]')
-        right = page.locator('.request[data-interrupt="pair/right@1#0"]')
+        left = page.locator('.request[data-interrupt="pair/left@1#0~1"]')
+        right = page.locator('.request[data-interrupt="pair/right@1#0~1"]')
         choices = left.locator(".choices button")
         assert [choices.nth(i).inner_text() for i in range(choices.count())] == ["red", "blue"]
         assert right.locator(".choices").count() == 0  # free text: no buttons
@@ -260,10 +260,10 @@ def test_two_open_questions_are_answered_one_at_a_time_with_choice_buttons(
             has_text="Waiting for your answer"
         ).wait_for()
         first = page.locator(".turn").first
-        assert "Answered below" in first.locator('[data-interrupt="pair/left@1#0"]').inner_text()
+        assert "Answered below" in first.locator('[data-interrupt="pair/left@1#0~1"]').inner_text()
         open_now = page.locator(".request:not(.answered):not(.again)")
         assert open_now.count() == 1  # answering left left right open, once
-        assert open_now.get_attribute("data-interrupt") == "pair/right@1#0"
+        assert open_now.get_attribute("data-interrupt") == "pair/right@1#0~1"
         assert page.locator(".prompt .bubble.answer").inner_text() == "blue"
         open_now.locator("input").fill("green")
         open_now.locator("button[type=submit]").click()

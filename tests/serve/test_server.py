@@ -26,7 +26,7 @@ async def test_a_run_streams_over_http() -> None:
     assert response.headers["content-type"].startswith("text/event-stream")
     assert response.headers["cache-control"] == "no-store"
     events = parse(response.text)
-    assert events[-1]["outcome"]["interrupts"][0]["id"] == "newsroom/review@1#0"
+    assert events[-1]["outcome"]["interrupts"][0]["id"] == "newsroom/review@1#0~1"
     assert text_of(events, "researcher") == "Founded in 1911, three branches."
 
 
