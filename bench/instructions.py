@@ -1,4 +1,4 @@
-"""Instructions per agent node (A, B, H, I) or per run (C), counted by valgrind, here and at
+"""Instructions per agent node (A, B, H, I, K, L) or per run (C), counted by valgrind, here and at
 another revision: the hot-path check that does not depend on what else the machine runs.
 
     python -m bench.instructions A C
@@ -25,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.patterns import CHAT_ROUNDS, HANDOFF_CHAIN
-from bench.suites.base import CHAIN_LENGTH, FAN_OUT
+from bench.suites.base import CHAIN_LENGTH, FAN_OUT, LONG_CHAIN
+from bench.teams import VOTERS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,6 +37,8 @@ PLANS: dict[str, tuple[int, int, str]] = {
     "C": (5, 1, "run"),
     "H": (50, HANDOFF_CHAIN, "agent"),
     "I": (50, CHAT_ROUNDS, "round"),
+    "K": (50, VOTERS, "voter"),
+    "L": (10, LONG_CHAIN, "node"),
 }
 
 _COLLECTED = re.compile(r"Collected : (\d+)")

@@ -10,7 +10,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 from typing import cast
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -35,6 +34,8 @@ class Options(BaseModel):
 
 def unknown_field(owner: str, name: object, known: list[str]) -> str:
     """The message for the unknown field `name` given to `owner`, whose fields are `known`."""
+    import difflib  # only for this message: not loaded by `import raf`
+
     close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6)
     hint = f"did you mean {close[0]!r}? " if close else ""
     return f"{owner}() got an unknown field {name!r}; {hint}its fields are: {', '.join(known)}"

@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
@@ -189,6 +188,8 @@ class Session:
 
     def to_json(self) -> str:
         """Serialize id and state (not the store) as versioned JSON."""
+        import json  # not loaded by `import raf`
+
         return json.dumps(
             {"version": SESSION_FORMAT_VERSION, "id": self.id, "state": self.snapshot()}
         )
@@ -200,6 +201,8 @@ class Session:
         Raises:
             ValueError: when `text` is not a session of a known version.
         """
+        import json
+
         data: Any = json.loads(text)
         if (
             not isinstance(data, dict)

@@ -8,12 +8,15 @@ every framework did the same logical work.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 CHAIN_LENGTH = 20
 """Agents in the sequential chain of scenario A."""
+LONG_CHAIN = 100
+"""Agents in the long chain counted beside A (`python -m bench.count L`): a node's cost must
+not grow with the conversation it is handed."""
 FAN_OUT = 20
 """Agents in the concurrent fan-out of scenario B."""
 SESSIONS = 200
@@ -52,6 +55,16 @@ def now() -> float:
     thread, so the two agree on an idle machine).
     """
     return _clock[0]()
+
+
+def conversation_size(messages: Sequence[Any], is_system: Callable[[Any], bool]) -> int:
+    """How many of a model's input `messages` are not system messages, given that the system
+    messages lead (as every suite sends them): counted without a pass over the conversation,
+    so the fake model's own check does not grow with it (`python -m bench.count L`)."""
+    lead = 0
+    while lead < len(messages) and is_system(messages[lead]):
+        lead += 1
+    return len(messages) - lead
 
 
 class Unavailable(Exception):

@@ -25,6 +25,7 @@ from bench.suites.base import (
     Outcome,
     Run,
     Unavailable,
+    conversation_size,
     now,
 )
 
@@ -56,7 +57,7 @@ class ZeroLatencyChatModel(BaseChatModel):
         return "zero-latency"
 
     def _note(self, messages: list[BaseMessage]) -> int:
-        conversation = sum(1 for m in messages if m.type != "system")
+        conversation = conversation_size(messages, _is_system)
         if conversation > self.book.largest_input:
             self.book.largest_input = conversation
         return len(messages)
@@ -245,3 +246,7 @@ class LangGraphSuite:
             checkpoints=checkpoints,
             close=connection.close,
         )
+
+
+def _is_system(message: BaseMessage) -> bool:
+    return message.type == "system"

@@ -23,6 +23,7 @@ from bench.suites.base import (
     Outcome,
     Run,
     Unavailable,
+    conversation_size,
     now,
 )
 
@@ -68,7 +69,7 @@ class ZeroLatencyProvider:
         response_format: dict[str, Any] | None = None,
     ) -> _Answer:
         """One call; see `raf.providers.base.LlmProvider.stream`."""
-        conversation = sum(1 for m in messages if m.role != "system")
+        conversation = conversation_size(messages, _is_system)
         if conversation > self.largest_input:
             self.largest_input = conversation
         return _Answer(self, len(messages), self.reply(messages))
@@ -290,3 +291,7 @@ async def _consume(agent: IAgent, session: Session | None) -> Outcome:
                 tokens += 1
     response = run.response
     return Outcome(tokens, len(response.messages) if response is not None else 0)
+
+
+def _is_system(message: ChatMessage) -> bool:
+    return message.role == "system"

@@ -45,6 +45,7 @@ class NodeWork:
 
     __slots__ = (
         "calls",
+        "declared",
         "kept",
         "messages",
         "node_id",
@@ -95,6 +96,8 @@ class NodeWork:
         """Set when a handling waits for answers."""
         self.calls: dict[str, int] = {} if resumed is None else dict(resumed.calls)
         """Calls made so far in this superstep, per agent id (each call is named by it)."""
+        self.declared: frozenset[str] | None = None
+        """The ids of the agents the node declares (`Executor.agents`), once a call needs them."""
 
 
 class NodeContext:
@@ -323,11 +326,16 @@ class NodeContext:
         call asks with its own ids."""
         work = self._work
         runner = work.runner
-        node = work.node_id
-        declared = agent_id == node or any(
-            a.id == agent_id for a in runner.workflow.executors[node].agents()
-        )
-        if declared and runner.state.entered.setdefault(agent_id, name) == name:
+        if agent_id != work.node_id:
+            declared = work.declared
+            if declared is None:
+                # Looked up once per node and superstep, not per call (a vote's poll makes one
+                # call per voter).
+                agents = runner.workflow.executors[work.node_id].agents()
+                declared = work.declared = frozenset(a.id for a in agents)
+            if agent_id not in declared:
+                return (name, agent_id)
+        if runner.state.entered.setdefault(agent_id, name) == name:
             return (agent_id,)
         return (name, agent_id)
 

@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, cast
 
@@ -43,6 +42,8 @@ def valid_json_text(text: str) -> str:
     text = valid_unicode(text)
     if _SURROGATE_ESCAPE.search(text) is None:
         return text
+    import json  # rarely needed: not loaded by `import raf`
+
     try:
         parsed: Any = json.loads(text)
     except ValueError:
