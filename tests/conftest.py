@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Any, TextIO
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -21,18 +20,14 @@ settings.register_profile("dev", deadline=None, max_examples=60)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
-
-
-class _CurrentStderr(logging.StreamHandler[TextIO]):
+class _CurrentStderr(logging.Handler):
     """Writes to whatever `sys.stderr` is now: pytest swaps it per test and closes the old one."""
 
-    @property  # type: ignore[override]
-    def stream(self) -> TextIO:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value: Any) -> None:
-        pass
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:
+            self.handleError(record)
 
 
 # DBOS gives its logger a console handler bound to the stderr of the moment, once per process;
