@@ -5,6 +5,7 @@ of the TOPICS threads ended."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import Any
@@ -59,4 +60,5 @@ async def main(where: str, plays: str, topics: int) -> None:
 
 
 if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stdout, level=logging.WARNING)  # failures show in the output
     anyio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]), backend=sys.argv[4])

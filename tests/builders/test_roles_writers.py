@@ -24,7 +24,7 @@ TOPICS = 8
 Store = SqliteCheckpointStore | PostgresCheckpointStore
 
 
-def _race(where: str, plays: Path) -> None:
+def _race(where: str, plays: Path) -> str:
     """Two runner processes, started together, until every thread has ended."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     processes = [
@@ -45,9 +45,12 @@ def _race(where: str, plays: Path) -> None:
             assert process.stdin is not None
             process.stdin.write(b"GO\n")
             process.stdin.flush()
+        outputs: list[str] = []
         for process in processes:
             output, _ = process.communicate(timeout=90)
-            assert process.returncode == 0, output.decode()
+            outputs.append(output.decode())
+            assert process.returncode == 0, outputs[-1]
+        return "\n".join(outputs)
     finally:
         for process in processes:
             if process.returncode is None:
@@ -55,9 +58,10 @@ def _race(where: str, plays: Path) -> None:
                 process.wait()
 
 
-def _check(plays: Path, kinds: dict[str, list[str]]) -> None:
+def _check(plays: Path, kinds: dict[str, list[str]], output: str) -> None:
     played = Counter(plays.read_text().split("\n")[:-1])
-    assert max(played.values()) == 1, [play for play, n in played.items() if n > 1]
+    twice = [play for play, n in played.items() if n > 1]
+    assert not twice, f"played more than once: {twice}; the runners said:\n{output[-4000:]}"
     assert len(played) == TOPICS * 4
     expected = ["__start__", "writer", "reviewer", "writer", "reviewer"]
     assert all(chain == expected for chain in kinds.values()), kinds
@@ -82,8 +86,8 @@ async def _kinds(store: Store) -> dict[str, list[str]]:
 def test_two_runner_processes_on_sqlite_never_play_a_step_twice(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
     anyio.run(_open_threads, SqliteCheckpointStore(path))
-    _race(str(path), tmp_path / "plays")
-    _check(tmp_path / "plays", anyio.run(_kinds, SqliteCheckpointStore(path)))
+    output = _race(str(path), tmp_path / "plays")
+    _check(tmp_path / "plays", anyio.run(_kinds, SqliteCheckpointStore(path)), output)
 
 
 def test_two_runner_processes_on_postgres_never_play_a_step_twice(
@@ -93,5 +97,5 @@ def test_two_runner_processes_on_postgres_never_play_a_step_twice(
         return PostgresCheckpointStore(postgres_dsn, schema=postgres_schema)
 
     anyio.run(_open_threads, store())
-    _race(f"{postgres_dsn}#{postgres_schema}", tmp_path / "plays")
-    _check(tmp_path / "plays", anyio.run(_kinds, store()))
+    output = _race(f"{postgres_dsn}#{postgres_schema}", tmp_path / "plays")
+    _check(tmp_path / "plays", anyio.run(_kinds, store()), output)
