@@ -41,6 +41,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from raf.agent import IAgent
 from raf.engine.facade import WorkflowAgent
 from raf.registry import AgentRegistry
 from raf.serve.agui.live_runs import LiveRuns, RunsClosed, TooManyRuns
@@ -155,24 +156,27 @@ def studio_routes(
         )
         return JSONResponse({"threadId": new_thread, "forkedFrom": origin}, status_code=201)
 
-    async def show_graph(request: Request) -> Response:
+    def served(request: Request) -> tuple[str, IAgent] | Response:
+        """The served agent the request's path names, or the response refusing it."""
         if (refusal := denied(request)) is not None:
             return refusal
         path: str = request.path_params["path"]
         if path not in registry:
             return _problem(404, f"no agent is served at {path!r}")
-        agent = registry.get(path)
+        return path, registry.get(path)
+
+    async def show_graph(request: Request) -> Response:
+        if isinstance(found := served(request), Response):
+            return found
+        path, agent = found
         if not isinstance(agent, WorkflowAgent):
             return JSONResponse({"agent": path, "workflow": None, "nodes": [], "edges": []})
         return JSONResponse({"agent": path, **_graph(agent)})
 
     async def start_run(request: Request) -> Response:
-        if (refusal := denied(request)) is not None:
-            return refusal
-        path: str = request.path_params["path"]
-        if path not in registry:
-            return _problem(404, f"no agent is served at {path!r}")
-        agent = registry.get(path)
+        if isinstance(found := served(request), Response):
+            return found
+        agent = found[1]
         try:
             run_input = RunAgentInput.model_validate_json(await request.body())
             check_thread_id(run_input.thread_id)
