@@ -8,7 +8,8 @@ key sort in the order they were appended.
 
 Example:
     >>> first, second = new_id(), new_id()
-    >>> len(first), first < second, new_id(after="7ZZZZZZZZZ0000000000000000") > "7ZZZZZZZZZ"
+    >>> ahead = MonotonicIds().new(after="7ZZZZZZZZZ0000000000000000")  # not the process's
+    >>> len(first), first < second, ahead > "7ZZZZZZZZZ"
     (26, True, True)
 """
 
