@@ -1,7 +1,10 @@
 """The hub's two kinds of node: the coordinator, and one member step per participant.
 
 The coordinator takes the run's input (`open`) and each member's report (`report`), and either
-gives the floor to a member (`give`) or ends the run (`finish`). A member step runs its agent
+gives the floor to a member (`give`) or ends the run (`finish`). A coordinator whose session
+state changes during a turn marks the turn's start (`begin_turn`): a turn that fails never
+reaches `finish`, and the next turn's `begin_turn` puts the state back as the failed one found
+it (DESIGN §12.1: a failed turn leaves the session as it was). A member step runs its agent
 on the floor's conversation and sends the longer conversation on: back to the coordinator, or
 (a handoff) straight to another member (`route`). `compile_hub` wires them onto the graph
 engine: the coordinator first, an edge each way between it and every member, and the routes
@@ -24,8 +27,9 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel
 
@@ -38,7 +42,10 @@ from raf.engine.workflow import Workflow
 from raf.messages import ChatMessage
 from raf.updates import AgentResponse
 
-__all__ = ["Coordinator", "MemberStep", "compile_hub"]
+__all__ = ["TURN_START", "Coordinator", "MemberStep", "compile_hub"]
+
+TURN_START = "before_run"
+"""The key of the coordinator state's copy taken when a turn starts, dropped when it ends."""
 
 
 class Coordinator(Executor):
@@ -82,8 +89,23 @@ class Coordinator(Executor):
         await ctx.send(floor, to=member)
         return member
 
+    def begin_turn(self, ctx: NodeContext) -> None:
+        """Start a turn: put back the state a failed turn left behind, then keep a copy of the
+        state as this turn finds it (dropped by `finish`).
+
+        Call it where a new turn really starts, not where a handling re-runs with a human's
+        answer (that turn goes on).
+        """
+        state = ctx.state
+        before = state.pop(TURN_START, None)
+        if isinstance(before, dict):
+            state.clear()
+            state.update(cast("dict[str, Any]", before))
+        state[TURN_START] = copy.deepcopy(state)
+
     async def finish(self, messages: list[ChatMessage], ctx: NodeContext) -> None:
-        """End the run: `messages` are its response."""
+        """End the run: `messages` are its response, and the turn's state stands."""
+        ctx.state.pop(TURN_START, None)
         await ctx.yield_output(messages)
 
 

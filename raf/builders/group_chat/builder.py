@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple, Self, cast
 
@@ -51,8 +50,6 @@ __all__ = ["GroupChatBuilder"]
 DEFAULT_ID = "workflow_group_chat"
 DEFAULT_MAX_ROUNDS = 10
 SELECTOR = "selector"
-BEFORE_RUN = "before_run"
-"""The key of the selector state's copy taken when a run starts, dropped when it ends."""
 
 CandidateFn = Callable[[list[ChatMessage], list[AgentMetadata]], Sequence[str]]
 """`fn(transcript, participants) -> ids`: the members that may speak next."""
@@ -180,9 +177,8 @@ class ChatSelector(Coordinator):
     """The chat's hub: ends the chat when it should, else picks the next speaker.
 
     Its output is the id of the speaker it picked (None when the chat ends). Its session
-    state belongs to the selector (the round-robin position), but for `before_run`: the
-    state as the run found it, put back when a run that never ended (it failed) is followed
-    by a new one.
+    state belongs to the selector (the round-robin position), but for the hub's copy of it
+    taken when a turn starts (`Coordinator.begin_turn`).
     """
 
     kind: ClassVar[str] = "selector"
@@ -205,7 +201,7 @@ class ChatSelector(Coordinator):
 
     async def open(self, message: Any, ctx: NodeContext) -> str | None:
         """Start a run's chat: end it at once if its input says so, else pick a speaker."""
-        _begin_run(ctx.state)
+        self.begin_turn(ctx)
         transcript = conversation_of(message, self.id)
         return await self._next(
             floor(transcript, len(transcript), []), self._input(transcript), ctx
@@ -270,17 +266,7 @@ class ChatSelector(Coordinator):
         added = chat.added
         if final:
             added.append(ChatMessage.assistant(final, author=self.id))
-        ctx.state.pop(BEFORE_RUN, None)
         await self.finish(added, ctx)
-
-
-def _begin_run(state: dict[str, Any]) -> None:
-    """Put back the state a failed run left behind, and keep a copy of it for this run."""
-    before = state.pop(BEFORE_RUN, None)
-    if isinstance(before, dict):
-        state.clear()
-        state.update(cast("dict[str, Any]", before))
-    state[BEFORE_RUN] = copy.deepcopy(state)
 
 
 def _cue(member: str, chat_id: str) -> ChatMessage:

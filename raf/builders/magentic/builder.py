@@ -175,15 +175,6 @@ class _Review(BaseModel):
     """Reviews of this handling the human already answered (each with a revision)."""
 
 
-class _Turn(BaseModel):
-    """The session as it was when the current turn started: a failed turn goes back to it."""
-
-    ledger: TaskLedger | None
-    transcript: int
-    """The transcript's length."""
-    since: int
-
-
 class _State(BaseModel):
     """What the orchestrator keeps in the session (JSON), across rounds and runs."""
 
@@ -199,8 +190,6 @@ class _State(BaseModel):
     resets: int = 0
     speaker: str | None = None
     review: _Review | None = None
-    turn: _Turn | None = None
-    """Set while a turn runs; still set when a new one starts means the last one failed."""
 
 
 class Orchestrator(Coordinator):
@@ -239,6 +228,10 @@ class Orchestrator(Coordinator):
         state = _load(ctx)
         mark = _digest(conversation_of(message, self.id) if isinstance(message, list) else message)
         if not await self._resumed_review(ctx, state, mark):
+            # A new turn; the hub undoes a failed one, whose transcript and ledger must not
+            # brief this one.
+            self.begin_turn(ctx)
+            state = _load(ctx)
             await self._start_turn(ctx, state, conversation_of(message, self.id), mark)
         return await self._advance(ctx, state, mark)
 
@@ -263,13 +256,6 @@ class Orchestrator(Coordinator):
     async def _start_turn(
         self, ctx: NodeContext, state: _State, request: list[ChatMessage], mark: str
     ) -> None:
-        before = state.turn
-        if before is not None:
-            # The last turn failed: its transcript and ledger must not brief this one.
-            state.ledger = before.ledger
-            del state.transcript[before.transcript :]
-            state.since = before.since
-        state.turn = _Turn(ledger=state.ledger, transcript=len(state.transcript), since=state.since)
         state.request = request
         state.round = state.stalls = state.resets = 0
         state.review = None
@@ -398,7 +384,6 @@ class Orchestrator(Coordinator):
         ]
         response = await ctx.invoke_agent(self._manager["final"], prompt)
         state.speaker = None
-        state.turn = None
         _save(ctx, state)
         await self.finish(response.messages, ctx)
         return response.messages
