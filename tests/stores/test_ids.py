@@ -25,7 +25,7 @@ def _millis(value: str) -> int:
 
 def test_an_id_is_26_crockford_characters_with_the_time_first() -> None:
     before = time.time_ns() // 1_000_000
-    value = MonotonicIds().new()  # the process's own may run ahead after new_id(after=...)
+    value = new_id()
     after = time.time_ns() // 1_000_000
     assert len(value) == 26
     assert set(value) <= set(_CROCKFORD)
@@ -90,7 +90,7 @@ def test_ids_follow_write_order_whatever_the_clock_does(steps: list[int]) -> Non
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.integers(min_value=-2_000, max_value=2), min_size=1, max_size=50))
 def test_an_id_after_another_writer_s_sorts_after_it(steps: list[int]) -> None:
-    ahead = MonotonicIds(clock=lambda: 1_900_000_000_000)  # a process whose clock is ahead
+    ahead = MonotonicIds(clock=lambda: 1_700_000_600_000)  # a process whose clock is ahead
     behind = MonotonicIds(clock=_SteppingClock(steps))
     last = ahead.new()
     for number, _ in enumerate(steps):
@@ -123,5 +123,19 @@ def test_ids_of_many_threads_interleave_in_the_order_they_were_made() -> None:
 def test_an_id_that_is_not_of_the_layout_is_refused_as_a_floor() -> None:
     with pytest.raises(ValueError, match="26-character"):
         new_id(after="e1")
-    with pytest.raises(ValueError, match="largest"):
+    with pytest.raises(ValueError, match="ahead of this process's clock"):
         new_id(after="7ZZZZZZZZZZZZZZZZZZZZZZZZZ")
+
+
+def test_an_id_far_ahead_of_the_clock_is_refused_and_pins_nothing() -> None:
+    clock = _SteppingClock([])
+    ids = MonotonicIds(clock=clock)
+    a_day_ahead = MonotonicIds(clock=lambda: clock.now + 86_400_000).new()
+    assert ids.new(after=a_day_ahead) > a_day_ahead  # within the skew: followed
+    follower = MonotonicIds(clock=clock)
+    too_far = MonotonicIds(clock=lambda: clock.now + 86_400_001 + 1_000).new()
+    with pytest.raises(ValueError, match=r"0\.0 days ahead|1\.0 days ahead"):
+        follower.new(after=too_far)
+    assert _millis(follower.new()) == clock.now  # the refused id did not carry it along
+    with pytest.raises(ValueError, match="largest"):
+        MonotonicIds(clock=lambda: (1 << 48) - 1).new(after="7ZZZZZZZZZZZZZZZZZZZZZZZZZ")
