@@ -198,15 +198,22 @@ class Threads:
         Raises:
             ValueError: when `data` is not a thread's saved state.
         """
-        try:
-            saved = _State.model_validate(data)
-        except ValidationError as exc:
-            raise ValueError(f"not a thread's saved state: {exc.errors()[0]['msg']}") from None
+        saved = _saved(data)
         async with self.hold(thread_id) as thread:
             thread.session.restore(saved.state)
-            thread.seen, thread.runs, thread.asked = set(saved.seen), saved.runs, dict(saved.asked)
-            thread.said, thread.context = list(saved.said), list(saved.context)
+            _carry(thread, saved)
             await self.save(thread)
+
+    @staticmethod
+    def carry(thread: Thread, data: Mapping[str, Any] | None) -> None:
+        """Give `thread` what a thread's saved checkpoint `data` holds besides its session
+        (the ids it has seen, its runs, its open requests): a fork that runs on from a step
+        of a later turn starts from the thread as that turn found it (`None`: a new one).
+
+        Raises:
+            ValueError: when `data` is not a thread's saved state.
+        """
+        _carry(thread, _State(state={}) if data is None else _saved(data))
 
     def _thread(self, thread_id: str, saved: _State, *, listed: bool) -> Thread:
         session = Session(thread_id, store=self.store)
@@ -231,6 +238,18 @@ class Threads:
         saved = _Saved.model_validate_json(raw)
         session = Session.from_json(saved.session, store=self.store)
         return Thread(thread_id, session, set(saved.seen), listed=True)
+
+
+def _saved(data: Mapping[str, Any]) -> _State:
+    try:
+        return _State.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"not a thread's saved state: {exc.errors()[0]['msg']}") from None
+
+
+def _carry(thread: Thread, saved: _State) -> None:
+    thread.seen, thread.runs, thread.asked = set(saved.seen), saved.runs, dict(saved.asked)
+    thread.said, thread.context = list(saved.said), list(saved.context)
 
 
 def check_thread_id(thread_id: str) -> str:

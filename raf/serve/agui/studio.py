@@ -8,8 +8,10 @@ All are JSON, behind the app's guard and token like every `/agents` route, and b
   checkpoint the engine's state after one superstep of a run;
 - `GET /studio/threads/{id}/checkpoints/{checkpoint}`: one checkpoint to inspect: its pending
   requests, the nodes due next, the conversation, and its data cut to a readable size;
-- `POST /studio/threads/{id}/checkpoints/{checkpoint}/fork`: a new thread whose state is that
-  turn checkpoint's (time travel: run again from there, the original thread untouched);
+- `POST /studio/threads/{id}/checkpoints/{checkpoint}/fork`: a new thread from that checkpoint
+  (time travel, the original thread untouched): a copy of the thread a `turn` checkpoint
+  saved; from a `step` checkpoint, a run that goes on from it on the new thread, followed
+  like any studio run (`runId` in the answer; see `raf.serve.agui.forks`);
 - `GET /studio/graph/{path}`: the nodes and edges of the workflow an agent runs;
 - `POST /studio/agents/{path}/runs`: run an agent as `POST /agents/{path}/run` does (the same
   body and events), but the run belongs to the app, not to the request (`LiveRuns`): a page that
@@ -26,10 +28,8 @@ Example:
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -44,6 +44,7 @@ from starlette.routing import BaseRoute, Route
 from raf.agent import IAgent
 from raf.engine.facade import WorkflowAgent
 from raf.registry import AgentRegistry
+from raf.serve.agui.forks import ForkRefused, read_fork_request, resumption
 from raf.serve.agui.live_runs import LiveRuns, RunsClosed, TooManyRuns
 from raf.serve.agui.streaming import stream_run
 from raf.serve.threads import THREAD_EVENT, Threads, check_thread_id
@@ -58,7 +59,6 @@ FORK_EVENT = "raf.serve.fork"
 
 _GRAPH_LIMIT = 300
 _MESSAGE_LIMIT = 50
-_BODY_LIMIT = 4096
 _THREAD_PREFIX = "thread:"
 
 Denied = Callable[[Request], Response | None]
@@ -127,23 +127,19 @@ def studio_routes(
         found = await _checkpoint_of(threads, request)
         if isinstance(found, Response):
             return found
-        if found.workflow_id != THREAD_EVENT:
-            return _problem(
-                422,
-                f"checkpoint {found.id!r} is a step inside a run: fork from a turn "
-                "checkpoint (the thread as saved after a run)",
-            )
-        requested = await _requested_thread(request)
-        if isinstance(requested, Response):
-            return requested
-        new_thread = requested or uuid.uuid4().hex
-        if (await threads.open(new_thread)).listed:
-            return _problem(409, f"thread {new_thread!r} exists already: fork into a new id")
-        try:
-            await threads.fork(new_thread, found.data)
-        except ValueError as exc:
-            return _problem(422, f"checkpoint {found.id!r} does not hold a thread's state: {exc}")
         source: str = request.path_params["thread"]
+        try:
+            asked = await read_fork_request(request)
+            new_thread = asked.thread or uuid.uuid4().hex
+            if (await threads.open(new_thread)).listed:
+                raise ForkRefused(409, f"thread {new_thread!r} exists already: fork into a new id")
+            if found.workflow_id == THREAD_EVENT:
+                started = None
+                await _copy(threads, new_thread, found)
+            else:
+                started = await _run_on(new_thread, found, source, asked.agent)
+        except ForkRefused as refused:
+            return _problem(refused.status, refused.detail)
         origin = {"thread": source, "checkpoint": found.id}
         await store.append(
             StoredEvent(
@@ -154,7 +150,37 @@ def studio_routes(
                 meta=origin,
             )
         )
-        return JSONResponse({"threadId": new_thread, "forkedFrom": origin}, status_code=201)
+        made: dict[str, Any] = {"threadId": new_thread, "forkedFrom": origin}
+        if started is not None:
+            made |= {"runId": started[0], "agent": started[1]}
+        return JSONResponse(made, status_code=201)
+
+    async def _run_on(
+        new_thread: str, checkpoint: Checkpoint, source: str, agent_path: str | None
+    ) -> tuple[str, str]:
+        """Start the run that goes on from the step `checkpoint` on `new_thread`: its run
+        id and the path of the agent that runs it."""
+        path, resumed = await resumption(registry, store, checkpoint, source, agent_path)
+        run_input = RunAgentInput(
+            thread_id=new_thread,
+            run_id=uuid.uuid4().hex,
+            messages=[],
+            tools=[],
+            context=[],
+            state=None,
+            forwarded_props=None,
+        )
+
+        async def play(send: Callable[[bytes], Awaitable[None]]) -> None:
+            await stream_run(
+                resumed.agent, run_input, threads, send, live.stopping, resumed=resumed
+            )
+
+        try:
+            live.start(run_input.run_id, new_thread, play, stopped=_STOPPED)
+        except (RunsClosed, TooManyRuns) as exc:
+            raise ForkRefused(503, str(exc)) from None
+        return run_input.run_id, path
 
     def served(request: Request) -> tuple[str, IAgent] | Response:
         """The served agent the request's path names, or the response refusing it."""
@@ -262,32 +288,14 @@ async def _checkpoint_of(threads: Threads, request: Request) -> Checkpoint | Res
     return checkpoint
 
 
-async def _requested_thread(request: Request) -> str | Response | None:
-    """The `threadId` a fork's body asks for, None for a new one, or the refusal."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > _BODY_LIMIT:
-        return _problem(413, f"a fork's body is at most {_BODY_LIMIT} bytes")
-    body = b""
-    async with aclosing(request.stream()) as chunks:
-        async for chunk in chunks:
-            body += chunk
-            if len(body) > _BODY_LIMIT:
-                return _problem(413, f"a fork's body is at most {_BODY_LIMIT} bytes")
-    if not body.strip():
-        return None
+async def _copy(threads: Threads, new_thread: str, checkpoint: Checkpoint) -> None:
+    """Start `new_thread` as the thread the turn `checkpoint` saved."""
     try:
-        fields: object = json.loads(body)
-    except ValueError:
-        return _problem(422, 'the body is not JSON: send {} or {"threadId": "..."}')
-    if not isinstance(fields, dict):
-        return _problem(422, 'the body is not a JSON object: send {} or {"threadId": "..."}')
-    wanted = cast(dict[str, Any], fields).get("threadId")
-    if wanted is None:
-        return None
-    try:
-        return check_thread_id(wanted) if isinstance(wanted, str) else check_thread_id("")
+        await threads.fork(new_thread, checkpoint.data)
     except ValueError as exc:
-        return _problem(422, str(exc))
+        raise ForkRefused(
+            422, f"checkpoint {checkpoint.id!r} does not hold a thread's state: {exc}"
+        ) from None
 
 
 def _summary(checkpoint: Checkpoint) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 // The studio's panels: the selected workflow's graph lit by the run, the thread's checkpoints
-// (inspect one, run again from a turn on a new thread), the raw events, and the past threads.
+// (inspect one, run again from any of them on a new thread), the raw events, and the past threads.
 "use strict";
 
 import { $, api, el, encodePath, hooks, pretty, showError, state, store } from "./core.js";
@@ -145,13 +145,16 @@ async function inspect(checkpoint, label) {
     box.replaceChildren(
       el("h3", {}, label),
       el("p", { class: "muted" }, el("code", {}, found.id)),
-      found.kind === "turn"
-        ? el(
-            "button",
-            { type: "button", class: "fork", onclick: () => fork(found) },
-            "Run again from here",
-          )
-        : null,
+      el(
+        "button",
+        {
+          type: "button",
+          class: "fork",
+          title: found.kind === "turn" ? "A new thread, as the thread was after this turn" : "A new thread: the run goes on from this step",
+          onclick: () => fork(found, label),
+        },
+        "Run again from here",
+      ),
       found.next.length ? el("p", {}, "Next: ", found.next.join(", ")) : null,
       el("h4", {}, "Pending requests"),
       requests,
@@ -166,13 +169,14 @@ async function inspect(checkpoint, label) {
   }
 }
 
-async function fork(checkpoint) {
+async function fork(checkpoint, label) {
   const from = state.thread;
   try {
     const turnIds = (await api(`studio/threads/${encodeURIComponent(from)}/checkpoints`)).checkpoints
       .filter((c) => c.kind === "turn")
       .map((c) => c.id);
-    const kept = turnIds.indexOf(checkpoint.id) + 1;
+    // Ids grow with time: the turns saved up to the checkpoint are the fork's past.
+    const kept = turnIds.filter((id) => id <= checkpoint.id).length;
     const made = await api(
       `studio/threads/${encodeURIComponent(from)}/checkpoints/${encodeURIComponent(checkpoint.id)}/fork`,
       { method: "POST", body: {} },
@@ -183,9 +187,22 @@ async function fork(checkpoint) {
     );
     const past = saved.slice(0, kept);
     const next = saved[kept];
+    if (made.runId) {
+      // A step inside a run: the server runs that turn on from the step; opening the thread
+      // follows the run like any run still going.
+      past.push({
+        id: made.runId,
+        agent: made.agent,
+        prompt: next ? next.prompt : null,
+        resume: null,
+        answer: next && next.prompt === null ? next.answer : `run again from ${label}`,
+        events: [],
+        startedAt: Date.now(),
+      });
+    }
     store.set(`turns.${made.threadId}`, past);
     hooks.openThread(made.threadId, { forkedFrom: { thread: from, checkpoint: checkpoint.id } });
-    if (next && next.prompt !== null) hooks.prefill(next.prompt);
+    if (!made.runId && next && next.prompt !== null) hooks.prefill(next.prompt);
     $("inspector").hidden = true;
   } catch (error) {
     showError(`Could not run again from ${checkpoint.id}: ${error.message}`);
