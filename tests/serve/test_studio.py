@@ -48,7 +48,11 @@ def answer(thread: str, value: str) -> dict[str, Any]:
 
 async def test_threads_are_listed_newest_first() -> None:
     async with client(create_app(newsroom(), MemoryCheckpointStore())) as http:
-        assert (await http.get("/studio/threads")).json() == {"threads": [], "truncated": False}
+        assert (await http.get("/studio/threads")).json() == {
+            "threads": [],
+            "truncated": False,
+            "before": None,
+        }
         await run(http, run_input("first", user("m1", "the library")))
         await run(http, run_input("second", user("m2", "the museum")))
         listed = (await http.get("/studio/threads")).json()

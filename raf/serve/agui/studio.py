@@ -2,7 +2,10 @@
 
 All are JSON, behind the app's guard and token like every `/agents` route, and bounded:
 
-- `GET /studio/threads`: the threads the store keeps, newest first (at most `LIST_LIMIT`);
+- `GET /studio/threads?limit=N&before=C`: the threads the store keeps, newest first, a page
+  of at most `LIST_LIMIT` (`before`: the cursor the previous page gave, for older ones); it
+  reads only the log entries appended since the last listing (`ThreadIndex`), and each
+  listed thread's own events;
 - `GET /studio/threads/{id}/checkpoints`: a thread's checkpoints, oldest first, the newest
   `LIST_LIMIT` of them: a `turn` checkpoint is the thread as saved after a run, a `step`
   checkpoint the engine's state after one superstep of a run;
@@ -47,7 +50,8 @@ from raf.registry import AgentRegistry
 from raf.serve.agui.forks import ForkRefused, read_fork_request, resumption
 from raf.serve.agui.live_runs import LiveRuns, RunsClosed, TooManyRuns
 from raf.serve.agui.streaming import stream_run
-from raf.serve.threads import THREAD_EVENT, Threads, check_thread_id
+from raf.serve.thread_index import ThreadIndex
+from raf.serve.threads import THREAD_EVENT, Threads, ThreadStore, check_thread_id
 from raf.stores import Checkpoint, StoredEvent, new_id
 
 __all__ = ["FORK_EVENT", "LIST_LIMIT", "studio_routes"]
@@ -75,30 +79,21 @@ def studio_routes(
     by `denied`."""
     store = threads.store
 
+    index = ThreadIndex(store)
+
     async def list_threads(request: Request) -> Response:
         if (refusal := denied(request)) is not None:
             return refusal
-        events = await store.events()
-        created: dict[str, StoredEvent] = {}
-        forks: dict[str, dict[str, Any]] = {}
-        for event in events:
-            if not event.key.startswith(_THREAD_PREFIX):
-                continue
-            thread_id = event.key.removeprefix(_THREAD_PREFIX)
-            if event.kind == THREAD_EVENT:
-                created.setdefault(thread_id, event)
-            elif event.kind == FORK_EVENT:
-                forks[thread_id] = event.meta
-        newest = sorted(created.values(), key=lambda e: e.id, reverse=True)
-        listed = [
-            {
-                "id": event.key.removeprefix(_THREAD_PREFIX),
-                "createdAt": event.occurred_at.isoformat(),
-                "forkedFrom": forks.get(event.key.removeprefix(_THREAD_PREFIX)),
-            }
-            for event in newest[:LIST_LIMIT]
-        ]
-        return JSONResponse({"threads": listed, "truncated": len(newest) > LIST_LIMIT})
+        asked = request.query_params
+        limit, before = asked.get("limit", str(LIST_LIMIT)), asked.get("before")
+        if not limit.isdigit() or not 0 < int(limit) <= LIST_LIMIT:
+            return _problem(422, f"limit must be a whole number from 1 to {LIST_LIMIT}")
+        if before is not None and not before.isdigit():
+            return _problem(422, "before must be the cursor a listing gave (a whole number)")
+        page = await index.page(limit=int(limit), before=None if before is None else int(before))
+        listed = [await _listed(store, thread_id) for thread_id in page.ids]
+        truncated = page.before is not None
+        return JSONResponse({"threads": listed, "truncated": truncated, "before": page.before})
 
     async def list_checkpoints(request: Request) -> Response:
         if (refusal := denied(request)) is not None:
@@ -296,6 +291,22 @@ async def _copy(threads: Threads, new_thread: str, checkpoint: Checkpoint) -> No
         raise ForkRefused(
             422, f"checkpoint {checkpoint.id!r} does not hold a thread's state: {exc}"
         ) from None
+
+
+async def _listed(store: ThreadStore, thread_id: str) -> dict[str, Any]:
+    """A thread as the listing shows it: when it was created, what it was forked from."""
+    created: StoredEvent | None = None
+    forked: dict[str, Any] | None = None
+    for event in await store.events(key=_THREAD_PREFIX + thread_id):
+        if event.kind == THREAD_EVENT and created is None:
+            created = event
+        elif event.kind == FORK_EVENT:
+            forked = event.meta
+    return {
+        "id": thread_id,
+        "createdAt": None if created is None else created.occurred_at.isoformat(),
+        "forkedFrom": forked,
+    }
 
 
 def _summary(checkpoint: Checkpoint) -> dict[str, Any]:
