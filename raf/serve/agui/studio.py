@@ -48,7 +48,7 @@ from raf.agent import IAgent
 from raf.engine.facade import WorkflowAgent
 from raf.registry import AgentRegistry
 from raf.serve.agui.forks import ForkRefused, read_fork_request, resumption
-from raf.serve.agui.live_runs import LiveRuns, RunsClosed, TooManyRuns
+from raf.serve.agui.live_runs import LiveRun, LiveRuns, RunsClosed, TooManyRuns
 from raf.serve.agui.streaming import stream_run
 from raf.serve.thread_index import ThreadIndex
 from raf.serve.threads import THREAD_EVENT, Threads, ThreadStore, check_thread_id
@@ -216,7 +216,7 @@ def studio_routes(
             return _problem(409, str(exc))
         except (RunsClosed, TooManyRuns) as exc:
             return _problem(503, str(exc))
-        return EventSourceResponse(live.follow(run, after=0))
+        return _followed(live, run, 0)
 
     async def follow_run(request: Request) -> Response:
         if (refusal := denied(request)) is not None:
@@ -233,7 +233,7 @@ def studio_routes(
                 410 if after.isdigit() else 422,
                 f"after must be a count of events from {run.base} on",
             )
-        return EventSourceResponse(live.follow(run, after=int(after)))
+        return _followed(live, run, int(after))
 
     async def stop_run(request: Request) -> Response:
         if (refusal := denied(request)) is not None:
@@ -267,6 +267,17 @@ def studio_routes(
         ),
         Route("/studio/graph/{path:path}", show_graph, methods=["GET"]),
     ]
+
+
+def _followed(live: LiveRuns, run: LiveRun, after: int) -> EventSourceResponse:
+    """The run's events from number `after` on, as SSE. When the server stops, the response
+    sets `live.stopping` (the server ends the app's lifespan only once its responses have
+    ended), so the run ends itself with `RUN_ERROR` and the follower reads it to its end."""
+    return EventSourceResponse(
+        live.follow(run, after=after),
+        shutdown_event=live.stopping,
+        shutdown_grace_period=live.grace,
+    )
 
 
 async def _checkpoint_of(threads: Threads, request: Request) -> Checkpoint | Response:
