@@ -13,7 +13,7 @@ from raf.serve import create_app
 from raf.serve.agui.studio import LIST_LIMIT
 from raf.serve.thread_index import ThreadIndex
 from raf.serve.threads import Threads
-from raf.stores import EventChange, SqliteCheckpointStore, StoredEvent
+from raf.stores import EventChange, PostgresCheckpointStore, SqliteCheckpointStore, StoredEvent
 
 pytestmark = pytest.mark.anyio
 
@@ -114,3 +114,24 @@ async def test_the_route_lists_many_threads_a_page_at_a_time(tmp_path: Path) -> 
     assert rest["truncated"] is False and rest["threads"][-1]["id"] == names[0]
     assert refused == [422, 422, 422]
     assert store.whole_log == 0
+
+
+async def test_two_workers_on_one_postgres_database_page_alike(
+    postgres_dsn: str, postgres_schema: str
+) -> None:
+    first = PostgresCheckpointStore(postgres_dsn, schema=postgres_schema)
+    second = PostgresCheckpointStore(postgres_dsn, schema=postgres_schema)
+    async with first, second:
+        names = [f"t{n:03d}" for n in range(60)]
+        await make_threads(Threads(first), names[::2])
+        ours, theirs = ThreadIndex(first, batch=7), ThreadIndex(second, batch=7)
+        assert (await ours.page(limit=10)).ids == names[::2][::-1][:10]
+        for name in names[1::2]:  # the workers take turns creating threads
+            await make_threads(Threads(second if name[-1] in "13579" else first), [name])
+        page = await ours.page(limit=25)
+        assert page.ids == [*names[1::2][::-1], *names[::2][::-1]][:25]
+        assert page.before is not None
+        # A cursor one worker gave means the same to the other.
+        assert await theirs.page(limit=25, before=page.before) == await ours.page(
+            limit=25, before=page.before
+        )

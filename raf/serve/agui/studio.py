@@ -126,7 +126,7 @@ def studio_routes(
         try:
             asked = await read_fork_request(request)
             new_thread = asked.thread or uuid.uuid4().hex
-            if (await threads.open(new_thread)).listed:
+            if live.of_thread(new_thread) or (await threads.open(new_thread)).listed:
                 raise ForkRefused(409, f"thread {new_thread!r} exists already: fork into a new id")
             if found.workflow_id == THREAD_EVENT:
                 started = None
