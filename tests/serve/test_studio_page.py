@@ -6,11 +6,15 @@ One browser per module (the fixtures of tests/serve/test_page.py); a fresh page 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
 from raf.serve import create_app
+from raf.serve.agui.studio import LIST_LIMIT
+from raf.serve.threads import Threads
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
 from tests.serve.servers import running
 from tests.serve.studio_trees import Gated, slow
@@ -253,3 +257,33 @@ def test_a_run_that_ended_while_the_page_was_away_is_read_to_its_end(page: Page)
         page.locator(".run.done").wait_for()
         assert page.locator(".run .text").inner_text() == "waiting and done"
         assert page.locator(".run-foot .state").inner_text() == "Completed"
+
+
+def test_older_threads_come_a_page_at_a_time(page: Page, tmp_path: Path) -> None:
+    path = tmp_path / "studio.sqlite"
+    names = [f"past-{n:03d}" for n in range(LIST_LIMIT + 30)]
+
+    async def make_threads() -> None:
+        async with SqliteCheckpointStore(path) as store:
+            threads = Threads(store)
+            for name in names:
+                async with threads.hold(name) as thread:
+                    await threads.save(thread)
+
+    # Playwright's sync API runs an event loop in this thread: the threads are made in another.
+    maker = threading.Thread(target=anyio.run, args=(make_threads,))
+    maker.start()
+    maker.join(60)
+    with running(lambda: create_app(newsroom(), SqliteCheckpointStore(path))) as url:
+        page.goto(url + "/")
+        page.locator(f'#threads [data-thread="{names[-1]}"]').wait_for()
+        rows = page.locator("#threads .thread-row")
+        assert page.locator(f'#threads [data-thread="{names[0]}"]').count() == 0
+        shown = rows.count()  # the newest page, and the page's own new thread
+        assert shown == LIST_LIMIT + 1
+        page.locator("#threads .older-threads").click()
+        page.locator(f'#threads [data-thread="{names[0]}"]').wait_for()
+        assert rows.count() == shown + 30
+        assert page.locator("#threads .older-threads").count() == 0
+        page.locator(f'#threads [data-thread="{names[0]}"]').click()
+        assert page.locator("#thread-id").inner_text().startswith(names[0][:8])

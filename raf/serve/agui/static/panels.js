@@ -250,40 +250,58 @@ function brief(event) {
 
 export async function loadThreads() {
   if (!state.connected) return;
-  const local = store.get("threads", {});
   try {
     const answer = await api("studio/threads");
     const ids = answer.threads.map((t) => t.id);
-    if (!ids.includes(state.thread)) ids.unshift(state.thread);
-    $("threads").replaceChildren(
-      ...ids.map((id) => {
-        const known = local[id] || {};
-        const remote = answer.threads.find((t) => t.id === id) || {};
-        const current = id === state.thread;
-        return el(
-          "li",
-          {},
-          el(
-            "button",
-            {
-              type: "button",
-              class: `ghost thread-row${current ? " current" : ""}`,
-              "data-thread": id,
-              "aria-current": current ? "true" : false,
-              onclick: () => hooks.openThread(id),
-            },
-            el("span", { class: "thread-title" }, known.title || `thread ${id.slice(0, 12)}`),
-            el(
-              "span",
-              { class: "thread-meta" },
-              remote.forkedFrom ? `fork of ${remote.forkedFrom.thread.slice(0, 8)} · ` : "",
-              remote.createdAt ? new Date(remote.createdAt).toLocaleString() : "new",
-            ),
-          ),
-        );
-      }),
-    );
+    const rows = answer.threads.map(threadRow);
+    if (!ids.includes(state.thread)) rows.unshift(threadRow({ id: state.thread }));
+    $("threads").replaceChildren(...rows, ...olderButton(answer.before));
   } catch (error) {
     showError(`The threads could not be listed: ${error.message}`);
   }
+}
+
+// The store lists threads a page at a time: older ones come on request, after those shown.
+function olderButton(before) {
+  if (before === null || before === undefined) return [];
+  const button = el("button", { type: "button", class: "ghost older-threads" }, "Older threads");
+  const item = el("li", {}, button);
+  button.onclick = async () => {
+    try {
+      const answer = await api(`studio/threads?before=${encodeURIComponent(before)}`);
+      const shown = new Set([...$("threads").querySelectorAll("[data-thread]")].map((b) => b.dataset.thread));
+      const rows = answer.threads.filter((t) => !shown.has(t.id)).map(threadRow);
+      item.replaceWith(...rows, ...olderButton(answer.before));
+    } catch (error) {
+      showError(`Older threads could not be listed: ${error.message}`);
+    }
+  };
+  return [item];
+}
+
+function threadRow(remote) {
+  const id = remote.id;
+  const known = store.get("threads", {})[id] || {};
+  const current = id === state.thread;
+  return el(
+    "li",
+    {},
+    el(
+      "button",
+      {
+        type: "button",
+        class: `ghost thread-row${current ? " current" : ""}`,
+        "data-thread": id,
+        "aria-current": current ? "true" : false,
+        onclick: () => hooks.openThread(id),
+      },
+      el("span", { class: "thread-title" }, known.title || `thread ${id.slice(0, 12)}`),
+      el(
+        "span",
+        { class: "thread-meta" },
+        remote.forkedFrom ? `fork of ${remote.forkedFrom.thread.slice(0, 8)} · ` : "",
+        remote.createdAt ? new Date(remote.createdAt).toLocaleString() : "new",
+      ),
+    ),
+  );
 }
