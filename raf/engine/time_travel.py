@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from raf.agent import AgentMetadata, BaseAgent
 from raf.engine.checkpointing import DECODING_ERRORS, damaged, read_checkpoint
-from raf.engine.children import RUNNING
 from raf.engine.mapping import AgentSink
 from raf.engine.protocol import (
     RootRun,
@@ -55,8 +54,9 @@ def run_from(
 ) -> AgentRun:
     """Run `agent`'s turn on from its checkpoint `checkpoint_id`, in `session`.
 
-    The session's state is replaced by the checkpoint's; the turn's new checkpoints go to
-    the session's store under the session's id. Streamed and awaited like `agent.run()`.
+    The session's state is replaced by the checkpoint's (and put back as it was when the
+    run fails or is cancelled); the turn's new checkpoints go to the session's store under
+    the session's id. Streamed and awaited like `agent.run()`.
 
     Args:
         agent: the workflow agent whose turn saved the checkpoint (same workflow and graph).
@@ -159,6 +159,7 @@ async def _turn_from(
             path=ctx.path,
         )
     session = ctx.session
+    before = session.snapshot()
     session.restore(snapshot)
     ctx.turn.answers.update(state.answers)
     sink = AgentSink(ctx)
@@ -179,12 +180,14 @@ async def _turn_from(
     try:
         status = await runner.execute()
     except BaseException:
-        _drop_running(session, ctx)
+        # A failed or cancelled turn never happened: the session is as the run found it (what
+        # the checkpoint held, nested runs' states included, is not left for a later turn).
+        session.restore(before)
         raise
     finally:
         ctx.turn.engine = None
     if status == "failed":
-        _drop_running(session, ctx)
+        session.restore(before)
         raise sink.failure()
     finish_resumed_turn(workflow, session, (record, produced), state, status, [], runner.produced)
     usage = Usage(input_tokens=runner.input_tokens, output_tokens=runner.output_tokens)
@@ -198,12 +201,3 @@ async def _turn_from(
             pending=waiting.pending(),
         )
     return turn_response(state, usage)
-
-
-def _drop_running(session: Session, ctx: RunContext) -> None:
-    """Forget the nested runs' states the checkpoint held: a turn that did not finish leaves
-    none for a later turn to pick up (its calls are named by superstep, and would match)."""
-    prefix = "/".join(ctx.path)
-    for key in session.keys(prefix):
-        if key.endswith(RUNNING):
-            session.pop(key)

@@ -198,22 +198,23 @@ class Threads:
         Raises:
             ValueError: when `data` is not a thread's saved state.
         """
-        saved = _saved(data)
+        _saved(data)  # refused before the thread is held
         async with self.hold(thread_id) as thread:
-            thread.session.restore(saved.state)
-            _carry(thread, saved)
+            self.carry(thread, data)
             await self.save(thread)
 
     @staticmethod
     def carry(thread: Thread, data: Mapping[str, Any] | None) -> None:
-        """Give `thread` what a thread's saved checkpoint `data` holds besides its session
-        (the ids it has seen, its runs, its open requests): a fork that runs on from a step
-        of a later turn starts from the thread as that turn found it (`None`: a new one).
+        """Make `thread` (held, not saved) the thread a saved checkpoint `data` holds: its
+        session, the ids it has seen, its runs, its open requests (`None`: a new thread's).
 
         Raises:
             ValueError: when `data` is not a thread's saved state.
         """
-        _carry(thread, _State(state={}) if data is None else _saved(data))
+        saved = _State(state={}) if data is None else _saved(data)
+        thread.session.restore(saved.state)
+        thread.seen, thread.runs, thread.asked = set(saved.seen), saved.runs, dict(saved.asked)
+        thread.said, thread.context = list(saved.said), list(saved.context)
 
     def _thread(self, thread_id: str, saved: _State, *, listed: bool) -> Thread:
         session = Session(thread_id, store=self.store)
@@ -245,11 +246,6 @@ def _saved(data: Mapping[str, Any]) -> _State:
         return _State.model_validate(data)
     except ValidationError as exc:
         raise ValueError(f"not a thread's saved state: {exc.errors()[0]['msg']}") from None
-
-
-def _carry(thread: Thread, saved: _State) -> None:
-    thread.seen, thread.runs, thread.asked = set(saved.seen), saved.runs, dict(saved.asked)
-    thread.said, thread.context = list(saved.said), list(saved.context)
 
 
 def check_thread_id(thread_id: str) -> str:

@@ -154,19 +154,29 @@ async def test_a_fork_from_inside_a_nested_workflow_goes_on_inside_it(tmp_path: 
         assert not [key for key in fork.keys("outer") if key.endswith("#running")]
 
 
-async def test_a_failed_fork_keeps_no_nested_state(tmp_path: Path) -> None:
+async def test_a_failed_or_cancelled_fork_leaves_the_session_as_it_found_it(
+    tmp_path: Path,
+) -> None:
     calls = Calls()
     failures = ["c crashed", "c crashed again"]
     agent = nested(calls, failures)
     async with SqliteCheckpointStore(tmp_path / "runs.sqlite") as store:
         with pytest.raises(WorkflowError):
             await agent.run("hi", Session("first", store=store))
+        inside = (await store.list("first"))[-1]
         fork = Session("fork", store=store)
         with pytest.raises(WorkflowError, match="crashed"):
-            await run_from(agent, (await store.list("first"))[-1], fork)
-        assert not [key for key in fork.keys("outer") if key.endswith("#running")]
-        assert fork.history(agent) == []  # the turn never happened
+            await run_from(agent, inside, fork)
+        assert fork.keys("") == []  # nothing of the checkpoint stays for a later turn
+        kept = Session("kept", store=store)
+        kept.set("mine", 1)
+        async with run_from(agent, inside, kept) as updates:
+            async for update in updates:
+                if isinstance(update, ExecutorInvoking):
+                    break  # the consumer leaves: the run is cancelled
+        assert kept.keys("") == ["mine"]
         assert (await agent.run("again", fork)).text == "done again"
+        assert (await run_from(agent, inside, kept)).text == "done hi"
 
 
 async def test_checkpoints_that_are_not_the_agents_turns_are_refused(tmp_path: Path) -> None:
