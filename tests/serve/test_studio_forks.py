@@ -191,3 +191,50 @@ async def test_fork_refusals(tmp_path: Path) -> None:
     assert not_text.status_code == 422
     assert busy.status_code == 409
     assert closed.status_code == 503 and "lifespan" in closed.json()["detail"]
+
+
+def flaky(failures: list[str]) -> IAgent:
+    """flaky (graph): `first` -> `second`, which fails while `failures` holds a message."""
+
+    async def first(message: Any, ctx: NodeContext) -> None:
+        await ctx.send(message[-1].text + " first")
+
+    async def second(text: str, ctx: NodeContext) -> None:
+        if failures:
+            raise RuntimeError(failures.pop())
+        await ctx.yield_output(ChatMessage.assistant(text + " second", author="second"))
+
+    return (
+        WorkflowBuilder("flaky")
+        .add_edge(FunctionExecutor("first", first), FunctionExecutor("second", second))
+        .set_start("first")
+        .build()
+        .as_agent()
+    )
+
+
+async def test_a_fork_whose_run_fails_is_the_thread_as_that_turn_found_it(
+    tmp_path: Path,
+) -> None:
+    failures: list[str] = []
+    app = create_app(flaky(failures), SqliteCheckpointStore(tmp_path / "studio.sqlite"))
+    async with serving(app) as http:
+        for n, text in enumerate(("one", "two")):
+            ran = await http.post("/agents/flaky/run", json=run_input("t", user(f"m{n}", text)))
+            assert types(parse(ran.text))[-1] == "RUN_FINISHED"
+        listed = await checkpoints(http, "t")
+        kinds = [c["kind"] for c in listed]
+        turn = listed[kinds.index("turn")]
+        first_turn = (await http.get(f"/studio/threads/t/checkpoints/{turn['id']}")).json()
+        step_of_two = listed[kinds.index("turn") + 1]  # after `first`, in the second run
+        failures.append("second is down")
+        made, events = await fork(http, "t", step_of_two["id"])
+        forked = await checkpoints(http, made["threadId"])
+        saved = (
+            await http.get(f"/studio/threads/{made['threadId']}/checkpoints/{forked[-1]['id']}")
+        ).json()
+    assert kinds == ["step", "step", "turn", "step", "step", "turn"]
+    assert types(events)[-1] == "RUN_ERROR" and "second is down" in events[-1]["message"]
+    # The failed turn never happened: the fork is the thread after its first turn.
+    assert saved["messages"] == first_turn["messages"]
+    assert [m["text"] for m in saved["messages"]] == ["one", "one first second"]
