@@ -16,9 +16,10 @@ workflow goes on from its own checkpointed superstep.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from raf.agent import AgentMetadata, BaseAgent
+from raf.agent import AgentMetadata, BaseAgent, IAgent
 from raf.engine.checkpointing import DECODING_ERRORS, damaged, read_checkpoint
 from raf.engine.mapping import AgentSink
 from raf.engine.protocol import (
@@ -115,8 +116,8 @@ class _FromCheckpoint(BaseAgent[Any]):
     def metadata(self) -> AgentMetadata:
         return self._agent.metadata
 
-    def subagents(self) -> tuple[Any, ...]:
-        return tuple(self._agent.subagents())
+    def subagents(self) -> Sequence[IAgent]:
+        return self._agent.subagents()
 
     async def invoke_turn(self, messages: list[ChatMessage], ctx: RunContext) -> AgentResponse:
         checkpoint = await self._store.load(self._checkpoint_id)
