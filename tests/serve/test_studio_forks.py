@@ -155,11 +155,9 @@ async def test_a_fork_from_inside_a_nested_workflow_goes_on_inside_it(tmp_path: 
         ran = await http.post("/agents/outer/run", json=run_input("t", user("m1", "go")))
         assert types(parse(ran.text))[-1] == "RUN_FINISHED"
         steps = [c for c in await checkpoints(http, "t") if c["kind"] == "step"]
-        inside = []
-        for step in steps:
-            shown = (await http.get(f"/studio/threads/t/checkpoints/{step['id']}")).json()
-            if "outer/inner#running" in shown["data"]["session"]:
-                inside.append(step)
+        inside = [step for step in steps if step["inside"] == ["outer/inner"]]
+        shown = (await http.get(f"/studio/threads/t/checkpoints/{inside[0]['id']}")).json()
+        assert "outer/inner#running" in shown["data"]["session"]
         made, events = await fork(http, "t", inside[0]["id"])
     assert len(inside) == 2  # after `a` and after `b`, inside the outer superstep running `inner`
     started = [e["stepName"] for e in events if e["type"] == "STEP_STARTED"]

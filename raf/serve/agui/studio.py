@@ -45,6 +45,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from raf.agent import IAgent
+from raf.engine.children import RUNNING
 from raf.engine.facade import WorkflowAgent
 from raf.registry import AgentRegistry
 from raf.serve.agui.forks import ForkRefused, read_fork_request, resumption
@@ -329,8 +330,16 @@ def _summary(checkpoint: Checkpoint) -> dict[str, Any]:
         "workflow": None if turn else checkpoint.workflow_id,
         "superstep": None if turn else checkpoint.superstep,
         "scope": None if turn else checkpoint.data.get("scope"),
+        "inside": [] if turn else _inside(checkpoint),
         "pending": len(_pending(checkpoint)),
     }
+
+
+def _inside(checkpoint: Checkpoint) -> list[str]:
+    """The nested workflows (agent paths) whose superstep a step checkpoint was taken after:
+    each keeps its state in the checkpoint's session (`"{path}#running"`)."""
+    session = _dict(checkpoint.data.get("session"))
+    return sorted(key.removesuffix(RUNNING) for key in session if key.endswith(RUNNING))
 
 
 def _inspected(checkpoint: Checkpoint) -> dict[str, Any]:

@@ -94,7 +94,8 @@ export async function loadCheckpoints() {
         const label =
           checkpoint.kind === "turn"
             ? `After turn ${turnNumber--}`
-            : `Step ${checkpoint.superstep} of ${checkpoint.scope ? checkpoint.scope.join("/") : checkpoint.workflow}`;
+            : `Step ${checkpoint.superstep} of ${checkpoint.scope ? checkpoint.scope.join("/") : checkpoint.workflow}` +
+              (checkpoint.inside && checkpoint.inside.length ? `, inside ${checkpoint.inside.join(", ")}` : "");
         return el(
           "li",
           { class: `checkpoint cp-${checkpoint.kind}`, "data-checkpoint": checkpoint.id },
