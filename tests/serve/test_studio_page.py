@@ -6,6 +6,7 @@ One browser per module (the fixtures of tests/serve/test_page.py); a fresh page 
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -149,10 +150,12 @@ def test_a_step_runs_again_on_a_new_thread_and_the_page_follows_the_run(
 
         open_studio(page, "checkpoints")
         page.locator("#checkpoints .checkpoint.cp-turn").first.wait_for()
-        drafted = page.locator("#checkpoints .checkpoint.cp-step").filter(has_text="Step 0")
+        after_drafting = re.compile(r"^Step 0 of newsroom")  # not the steps inside drafting
+        drafted = page.locator("#checkpoints .checkpoint.cp-step").filter(has_text=after_drafting)
+        assert "inside newsroom/drafting" in page.locator("#checkpoints").inner_text()
         drafted.locator("button").click()
         inspector = page.locator("#inspector")
-        inspector.locator("h3").filter(has_text="Step 0").wait_for()
+        inspector.locator("h3").filter(has_text=after_drafting).wait_for()
         inspector.locator(".fork").click()
         page.wait_for_function(
             "(old) => !document.getElementById('thread-id').textContent.startsWith(old)",

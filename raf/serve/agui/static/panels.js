@@ -94,8 +94,7 @@ export async function loadCheckpoints() {
         const label =
           checkpoint.kind === "turn"
             ? `After turn ${turnNumber--}`
-            : `Step ${checkpoint.superstep} of ${checkpoint.scope ? checkpoint.scope.join("/") : checkpoint.workflow}` +
-              (checkpoint.inside && checkpoint.inside.length ? `, inside ${checkpoint.inside.join(", ")}` : "");
+            : stepLabel(checkpoint);
         return el(
           "li",
           { class: `checkpoint cp-${checkpoint.kind}`, "data-checkpoint": checkpoint.id },
@@ -114,6 +113,16 @@ export async function loadCheckpoints() {
   } catch (error) {
     showError(`The checkpoints of this thread could not be loaded: ${error.message}`);
   }
+}
+
+// A step checkpoint is taken after a superstep of the root, or inside nested workflows while
+// the root's next superstep runs (it then holds the root as that superstep found it).
+function stepLabel(checkpoint) {
+  const root = checkpoint.scope ? checkpoint.scope.join("/") : checkpoint.workflow;
+  if (checkpoint.inside && checkpoint.inside.length) {
+    return `During step ${checkpoint.superstep + 1} of ${root}, inside ${checkpoint.inside.join(", ")}`;
+  }
+  return `Step ${checkpoint.superstep} of ${root}`;
 }
 
 async function inspect(checkpoint, label) {
