@@ -1,7 +1,7 @@
 """The graph engine: executors joined by edges, run in supersteps, usable as an agent.
 
 Build a graph with `WorkflowBuilder`, run it with `Workflow.run` / `run_stream`, continue it
-from a checkpoint with `Workflow.resume`, or nest it anywhere with `Workflow.as_agent()`.
+from a checkpoint with `Workflow.resume` (a workflow agent's turn with `run_from`), or nest it anywhere with `Workflow.as_agent()`.
 
 Example:
     >>> import anyio
@@ -37,6 +37,7 @@ from raf.engine.executors import FunctionExecutor as FunctionExecutor
 from raf.engine.facade import WorkflowAgent as WorkflowAgent
 from raf.engine.state import RunStatus as RunStatus
 from raf.engine.stream import WorkflowStream as WorkflowStream
+from raf.engine.time_travel import run_from as run_from
 from raf.engine.workflow import Workflow as Workflow
 from raf.engine.workflow import WorkflowResult as WorkflowResult
 from raf.errors import CheckpointValueError as CheckpointValueError
@@ -67,4 +68,5 @@ __all__ = [
     "WorkflowOutput",
     "WorkflowResult",
     "WorkflowStream",
+    "run_from",
 ]

@@ -427,7 +427,7 @@ async def run_as_agent(
         )
     if waiting is not None:
         session.pop(key_of(ctx.place, WAITING))
-    return _response(state, usage)
+    return turn_response(state, usage)
 
 
 async def root_turn(
@@ -566,7 +566,7 @@ def finish_resumed_turn(
         messages = produced
     else:
         session.pop(key_of(record.path, WAITING))
-        messages = _response(state, Usage()).messages
+        messages = turn_response(state, Usage()).messages
     _write_turn(session, record.path, workflow, written, recorded, messages, status)
 
 
@@ -603,7 +603,7 @@ def restore_session(session: Session, snapshot: dict[str, Any], scope: AgentPath
 # --- the response and the stream ------------------------------------------------------------
 
 
-def _response(state: RunState, usage: Usage) -> AgentResponse:
+def turn_response(state: RunState, usage: Usage) -> AgentResponse:
     """The turn's response: outputs that are messages become messages, the last other one the
     value (an empty list adds no messages and leaves the value as it was)."""
     messages: list[ChatMessage] = []

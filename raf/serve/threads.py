@@ -198,15 +198,23 @@ class Threads:
         Raises:
             ValueError: when `data` is not a thread's saved state.
         """
-        try:
-            saved = _State.model_validate(data)
-        except ValidationError as exc:
-            raise ValueError(f"not a thread's saved state: {exc.errors()[0]['msg']}") from None
+        _saved(data)  # refused before the thread is held
         async with self.hold(thread_id) as thread:
-            thread.session.restore(saved.state)
-            thread.seen, thread.runs, thread.asked = set(saved.seen), saved.runs, dict(saved.asked)
-            thread.said, thread.context = list(saved.said), list(saved.context)
+            self.carry(thread, data)
             await self.save(thread)
+
+    @staticmethod
+    def carry(thread: Thread, data: Mapping[str, Any] | None) -> None:
+        """Make `thread` (held, not saved) the thread a saved checkpoint `data` holds: its
+        session, the ids it has seen, its runs, its open requests (`None`: a new thread's).
+
+        Raises:
+            ValueError: when `data` is not a thread's saved state.
+        """
+        saved = _State(state={}) if data is None else _saved(data)
+        thread.session.restore(saved.state)
+        thread.seen, thread.runs, thread.asked = set(saved.seen), saved.runs, dict(saved.asked)
+        thread.said, thread.context = list(saved.said), list(saved.context)
 
     def _thread(self, thread_id: str, saved: _State, *, listed: bool) -> Thread:
         session = Session(thread_id, store=self.store)
@@ -231,6 +239,13 @@ class Threads:
         saved = _Saved.model_validate_json(raw)
         session = Session.from_json(saved.session, store=self.store)
         return Thread(thread_id, session, set(saved.seen), listed=True)
+
+
+def _saved(data: Mapping[str, Any]) -> _State:
+    try:
+        return _State.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"not a thread's saved state: {exc.errors()[0]['msg']}") from None
 
 
 def check_thread_id(thread_id: str) -> str:

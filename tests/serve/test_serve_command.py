@@ -61,7 +61,10 @@ async def test_raf_serve_explains_a_bad_target(tmp_path: Path) -> None:
     assert b"no_such_module" in done.stderr
 
 
-async def test_a_stopping_server_ends_each_run_in_flight_with_run_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("route", ["/agents/staller/run", "/studio/agents/staller/runs"])
+async def test_a_stopping_server_ends_each_run_in_flight_with_run_error(
+    tmp_path: Path, route: str
+) -> None:
     command = [str(RAF), "serve", f"{TREES}:stalling", "--port", "0"]
     body = {
         "threadId": "t",
@@ -74,7 +77,7 @@ async def test_a_stopping_server_ends_each_run_in_flight_with_run_error(tmp_path
             port = await wait_for_port(process)
             async with (
                 httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=20) as http,
-                http.stream("POST", "/agents/staller/run", json=body) as response,
+                http.stream("POST", route, json=body) as response,
             ):
                 async for line in response.aiter_lines():
                     if not line.startswith("data:"):

@@ -6,10 +6,17 @@ One browser per module (the fixtures of tests/serve/test_page.py); a fresh page 
 
 from __future__ import annotations
 
+import re
+import threading
+from pathlib import Path
+
+import anyio
 import pytest
 
 from raf.serve import create_app
-from raf.stores import MemoryCheckpointStore
+from raf.serve.agui.studio import LIST_LIMIT
+from raf.serve.threads import Threads
+from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
 from tests.serve.servers import running
 from tests.serve.studio_trees import Gated, slow
 from tests.serve.test_page import browser, page, playwright_api, viewport
@@ -101,7 +108,7 @@ def test_checkpoints_are_inspected_and_a_turn_runs_again_on_a_new_thread(page: P
         step = page.locator("#checkpoints .checkpoint.cp-step").first
         step.locator("button").click()
         inspector.locator("h3").filter(has_text="Step").wait_for()
-        assert inspector.locator(".fork").count() == 0  # a step inside a run: inspect only
+        assert inspector.locator(".fork").count() == 1  # a step inside a run can fork too
 
         turns.nth(1).locator("button").click()
         inspector.locator(".fork").click()
@@ -127,6 +134,49 @@ def test_checkpoints_are_inspected_and_a_turn_runs_again_on_a_new_thread(page: P
         assert page.locator(".run.done .text").inner_text() == (
             "Published: A short piece on the library. [approved]"
         )
+
+
+def test_a_step_runs_again_on_a_new_thread_and_the_page_follows_the_run(
+    page: Page, tmp_path: Path
+) -> None:
+    path = tmp_path / "studio.sqlite"
+    with running(lambda: create_app(newsroom(), SqliteCheckpointStore(path))) as url:
+        page.goto(url + "/")
+        page.locator(".agent-row").first.wait_for()
+        ask(page, "the city library")
+        page.locator(".run.waiting").wait_for()
+        original = page.locator("#thread-id").inner_text()
+        asked = page.locator(".request .ask").inner_text()
+
+        open_studio(page, "checkpoints")
+        page.locator("#checkpoints .checkpoint.cp-turn").first.wait_for()
+        after_drafting = re.compile(r"^Step 0 of newsroom")  # not the steps inside drafting
+        drafted = page.locator("#checkpoints .checkpoint.cp-step").filter(has_text=after_drafting)
+        assert "inside newsroom/drafting" in page.locator("#checkpoints").inner_text()
+        drafted.locator("button").click()
+        inspector = page.locator("#inspector")
+        inspector.locator("h3").filter(has_text=after_drafting).wait_for()
+        inspector.locator(".fork").click()
+        page.wait_for_function(
+            "(old) => !document.getElementById('thread-id').textContent.startsWith(old)",
+            arg=original,
+        )
+        # The fork's run goes on from the step: the review asks again, drafting does not rerun.
+        forked = page.locator(".turn").last
+        forked.locator(".run.waiting").wait_for()
+        assert page.locator(".turn").count() == 1
+        assert forked.locator(".request .ask").inner_text() == asked
+        request = forked.locator(".request:not(.answered)")
+        request.locator("input").fill("with changes")
+        request.locator("button[type=submit]").click()
+        page.locator(".turn").nth(1).locator(".run.done").wait_for()
+        assert page.locator(".turn").nth(1).locator(".text").inner_text() == (
+            "Published: A short piece on the library. [with changes]"
+        )
+        page.locator("#threads .thread-row .thread-meta").filter(has_text="fork of").wait_for()
+        page.locator(f'#threads .thread-row[data-thread^="{original}"]').click()
+        page.locator(".run.waiting").wait_for()  # the original still waits on its question
+        assert page.locator("#thread-id").inner_text() == original
 
 
 def test_the_raw_events_panel_lists_every_event_of_the_thread(page: Page) -> None:
@@ -210,3 +260,33 @@ def test_a_run_that_ended_while_the_page_was_away_is_read_to_its_end(page: Page)
         page.locator(".run.done").wait_for()
         assert page.locator(".run .text").inner_text() == "waiting and done"
         assert page.locator(".run-foot .state").inner_text() == "Completed"
+
+
+def test_older_threads_come_a_page_at_a_time(page: Page, tmp_path: Path) -> None:
+    path = tmp_path / "studio.sqlite"
+    names = [f"past-{n:03d}" for n in range(LIST_LIMIT + 30)]
+
+    async def make_threads() -> None:
+        async with SqliteCheckpointStore(path) as store:
+            threads = Threads(store)
+            for name in names:
+                async with threads.hold(name) as thread:
+                    await threads.save(thread)
+
+    # Playwright's sync API runs an event loop in this thread: the threads are made in another.
+    maker = threading.Thread(target=anyio.run, args=(make_threads,))
+    maker.start()
+    maker.join(60)
+    with running(lambda: create_app(newsroom(), SqliteCheckpointStore(path))) as url:
+        page.goto(url + "/")
+        page.locator(f'#threads [data-thread="{names[-1]}"]').wait_for()
+        rows = page.locator("#threads .thread-row")
+        assert page.locator(f'#threads [data-thread="{names[0]}"]').count() == 0
+        shown = rows.count()  # the newest page, and the page's own new thread
+        assert shown == LIST_LIMIT + 1
+        page.locator("#threads .older-threads").click()
+        page.locator(f'#threads [data-thread="{names[0]}"]').wait_for()
+        assert rows.count() == shown + 30
+        assert page.locator("#threads .older-threads").count() == 0
+        page.locator(f'#threads [data-thread="{names[0]}"]').click()
+        assert page.locator("#thread-id").inner_text().startswith(names[0][:8])

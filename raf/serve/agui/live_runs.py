@@ -85,18 +85,28 @@ class LiveRuns:
         self._runs: dict[str, LiveRun] = {}
         self._group: TaskGroup | None = None
         self._stopping: anyio.Event | None = None
+        self._grace = 0.0
 
     @property
     def stopping(self) -> anyio.Event | None:
-        """Set when the app stops: runs end themselves (with `RUN_ERROR`) within the grace."""
+        """Set when the app stops: runs end themselves (with `RUN_ERROR`) within the grace.
+
+        A server waits for its open responses before it ends the app's lifespan: a response
+        following a run sets it as soon as the server says it stops, so the run ends and
+        its follower gets the run's last event before the connection closes."""
         return self._stopping
+
+    @property
+    def grace(self) -> float:
+        """Seconds runs get to end themselves once the app stops (see `serving`)."""
+        return self._grace
 
     @asynccontextmanager
     async def serving(self, grace: float = 5.0) -> AsyncGenerator[None]:
         """Hold the task group runs play in; leaving tells the runs still playing to stop and
         cancels them after `grace` seconds."""
         async with anyio.create_task_group() as group:
-            self._group, self._stopping = group, anyio.Event()
+            self._group, self._stopping, self._grace = group, anyio.Event(), grace
             try:
                 yield
             finally:

@@ -4,7 +4,9 @@ The run happens inside the caller's task (the SSE response's sender): when the c
 away the response cancels that task, which leaves the agent's `async with` block and so
 cancels every task of the run. When the server stops, `stopping` is set: the run is
 cancelled the same way and the stream ends with `RUN_ERROR` (code `ServerStopping`). The
-thread is held for the whole run and saved however the run ends, under a shield.
+thread is held for the whole run and saved however the run ends, under a shield. A run
+`Resumed` from a checkpoint (time travel, on a new thread) takes no messages: the workflow
+agent's turn goes on from that checkpoint (`raf.engine.run_from`).
 
 Example:
     >>> async def run(agent, run_input, threads, send):
@@ -14,20 +16,22 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 from ag_ui.core import BaseEvent, RunAgentInput
 from ag_ui.encoder import EventEncoder
 
 from raf.agent import IAgent
+from raf.engine import WorkflowAgent, run_from
 from raf.errors import SessionBusy, UnknownRequest
 from raf.serve.agui.inputs import input_ids, new_input
 from raf.serve.agui.mapper import AguiMapper
 from raf.serve.threads import Thread, Threads
 
-__all__ = ["SERVER_STOPPING", "stream_run"]
+__all__ = ["SERVER_STOPPING", "Resumed", "stream_run"]
 
 logger = logging.getLogger("raf")
 
@@ -42,16 +46,32 @@ SERVER_STOPPING = "ServerStopping"
 _ENCODER = EventEncoder()
 
 
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """Where a run on a new thread goes on from, instead of new messages (time travel)."""
+
+    agent: WorkflowAgent
+    """The served agent whose turn saved the checkpoint."""
+    checkpoint_id: str
+    """The checkpoint: any step of a turn of `agent`."""
+    thread: Mapping[str, Any] | None
+    """The saved state of the thread the checkpoint came from, as that turn found it (its
+    seen ids, runs, open requests; None when the turn was the thread's first)."""
+
+
 async def stream_run(
     agent: IAgent,
     run_input: RunAgentInput,
     threads: Threads,
     send: SendBytes,
     stopping: anyio.Event | None = None,
+    *,
+    resumed: Resumed | None = None,
 ) -> None:
-    """Run `agent` on the new messages of the input's thread, sending AG-UI events through
-    `send`; the thread is held (`Threads.hold`) from before it is read until it is saved.
-    When `stopping` is set the run is cancelled and ends with `RUN_ERROR`."""
+    """Run `agent` on the new messages of the input's thread (or on from where `resumed`
+    says), sending AG-UI events through `send`; the thread is held (`Threads.hold`) from
+    before it is read until it is saved. When `stopping` is set the run is cancelled and
+    ends with `RUN_ERROR`."""
     run = _Run(AguiMapper(agent, thread_id=run_input.thread_id, run_id=run_input.run_id))
 
     async def emit(events: Iterable[BaseEvent]) -> None:
@@ -70,7 +90,7 @@ async def stream_run(
                 group.cancel_scope.cancel()
 
             group.start_soon(stop)
-        await _held(agent, run_input, threads, run, emit)
+        await _held(agent, run_input, threads, run, emit, resumed)
         ended = True  # whatever `stopping` does now, the run has ended its stream
         group.cancel_scope.cancel()
     if stopped and not ended:
@@ -86,12 +106,17 @@ class _Run:
 
 
 async def _held(
-    agent: IAgent, run_input: RunAgentInput, threads: Threads, run: _Run, emit: Emit
+    agent: IAgent,
+    run_input: RunAgentInput,
+    threads: Threads,
+    run: _Run,
+    emit: Emit,
+    resumed: Resumed | None,
 ) -> None:
     mapper = run.mapper
     try:
         async with threads.hold(run_input.thread_id) as thread:
-            await _run_on(agent, run_input, thread, threads, run, emit)
+            await _run_on(agent, run_input, thread, threads, run, emit, resumed)
     except SessionBusy as exc:
         # Another run holds the thread, and saves it: this one never started.
         exc.with_path((agent.id,))
@@ -112,23 +137,31 @@ async def _run_on(
     threads: Threads,
     holder: _Run,
     emit: Emit,
+    resumed: Resumed | None,
 ) -> None:
     mapper = holder.mapper
-    try:
-        taken = new_input(run_input, thread.seen, thread.asked, thread.context)
-    except ValueError as exc:
-        await emit(mapper.failed(exc))
-        return
-    if not taken.messages:
-        await emit(
-            mapper.failed(
-                ValueError(
-                    f"the input has no message that thread {thread.id!r} has not seen: "
-                    "add a user message (or resume entries) to run the agent"
+    if resumed is None:
+        try:
+            taken = new_input(run_input, thread.seen, thread.asked, thread.context)
+        except ValueError as exc:
+            await emit(mapper.failed(exc))
+            return
+        if not taken.messages:
+            await emit(
+                mapper.failed(
+                    ValueError(
+                        f"the input has no message that thread {thread.id!r} has not seen: "
+                        "add a user message (or resume entries) to run the agent"
+                    )
                 )
             )
-        )
-        return
+            return
+        run = agent.run(taken.messages, thread.session)
+        context = taken.context
+    else:
+        Threads.carry(thread, resumed.thread)
+        run = run_from(resumed.agent, resumed.checkpoint_id, thread.session)
+        context = thread.context
     thread.runs += 1
     turn = thread.runs
     asked = dict(thread.asked)
@@ -148,7 +181,6 @@ async def _run_on(
         said=thread.said,
     )
     holder.mapper = mapper
-    run = agent.run(taken.messages, thread.session)
     answered = False
     try:
         async with run as updates:
@@ -162,7 +194,7 @@ async def _run_on(
             events = mapper.finished(response)
             thread.asked = {r: interrupt_id(r) for r in sorted(pending)}
             thread.said = [m.model_dump_json() for m in response.messages] if waiting else []
-            thread.context = taken.context
+            thread.context = context
             await emit(events)
     except Exception as exc:
         if not isinstance(exc, UnknownRequest):  # a client's mistake is not the server's

@@ -2,14 +2,19 @@
 
 All are JSON, behind the app's guard and token like every `/agents` route, and bounded:
 
-- `GET /studio/threads`: the threads the store keeps, newest first (at most `LIST_LIMIT`);
+- `GET /studio/threads?limit=N&before=C`: the threads the store keeps, newest first, a page
+  of at most `LIST_LIMIT` (`before`: the cursor the previous page gave, for older ones); it
+  reads only the log entries appended since the last listing (`ThreadIndex`), and each
+  listed thread's own events;
 - `GET /studio/threads/{id}/checkpoints`: a thread's checkpoints, oldest first, the newest
   `LIST_LIMIT` of them: a `turn` checkpoint is the thread as saved after a run, a `step`
   checkpoint the engine's state after one superstep of a run;
 - `GET /studio/threads/{id}/checkpoints/{checkpoint}`: one checkpoint to inspect: its pending
   requests, the nodes due next, the conversation, and its data cut to a readable size;
-- `POST /studio/threads/{id}/checkpoints/{checkpoint}/fork`: a new thread whose state is that
-  turn checkpoint's (time travel: run again from there, the original thread untouched);
+- `POST /studio/threads/{id}/checkpoints/{checkpoint}/fork`: a new thread from that checkpoint
+  (time travel, the original thread untouched): a copy of the thread a `turn` checkpoint
+  saved; from a `step` checkpoint, a run that goes on from it on the new thread, followed
+  like any studio run (`runId` in the answer; see `raf.serve.agui.forks`);
 - `GET /studio/graph/{path}`: the nodes and edges of the workflow an agent runs;
 - `POST /studio/agents/{path}/runs`: run an agent as `POST /agents/{path}/run` does (the same
   body and events), but the run belongs to the app, not to the request (`LiveRuns`): a page that
@@ -26,10 +31,8 @@ Example:
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -42,11 +45,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from raf.agent import IAgent
+from raf.engine.children import RUNNING
 from raf.engine.facade import WorkflowAgent
 from raf.registry import AgentRegistry
-from raf.serve.agui.live_runs import LiveRuns, RunsClosed, TooManyRuns
+from raf.serve.agui.forks import ForkRefused, read_fork_request, resumption
+from raf.serve.agui.live_runs import LiveRun, LiveRuns, RunsClosed, TooManyRuns
 from raf.serve.agui.streaming import stream_run
-from raf.serve.threads import THREAD_EVENT, Threads, check_thread_id
+from raf.serve.thread_index import ThreadIndex
+from raf.serve.threads import THREAD_EVENT, Threads, ThreadStore, check_thread_id
 from raf.stores import Checkpoint, StoredEvent, new_id
 
 __all__ = ["FORK_EVENT", "LIST_LIMIT", "studio_routes"]
@@ -58,7 +64,6 @@ FORK_EVENT = "raf.serve.fork"
 
 _GRAPH_LIMIT = 300
 _MESSAGE_LIMIT = 50
-_BODY_LIMIT = 4096
 _THREAD_PREFIX = "thread:"
 
 Denied = Callable[[Request], Response | None]
@@ -75,30 +80,21 @@ def studio_routes(
     by `denied`."""
     store = threads.store
 
+    index = ThreadIndex(store)
+
     async def list_threads(request: Request) -> Response:
         if (refusal := denied(request)) is not None:
             return refusal
-        events = await store.events()
-        created: dict[str, StoredEvent] = {}
-        forks: dict[str, dict[str, Any]] = {}
-        for event in events:
-            if not event.key.startswith(_THREAD_PREFIX):
-                continue
-            thread_id = event.key.removeprefix(_THREAD_PREFIX)
-            if event.kind == THREAD_EVENT:
-                created.setdefault(thread_id, event)
-            elif event.kind == FORK_EVENT:
-                forks[thread_id] = event.meta
-        newest = sorted(created.values(), key=lambda e: e.id, reverse=True)
-        listed = [
-            {
-                "id": event.key.removeprefix(_THREAD_PREFIX),
-                "createdAt": event.occurred_at.isoformat(),
-                "forkedFrom": forks.get(event.key.removeprefix(_THREAD_PREFIX)),
-            }
-            for event in newest[:LIST_LIMIT]
-        ]
-        return JSONResponse({"threads": listed, "truncated": len(newest) > LIST_LIMIT})
+        asked = request.query_params
+        limit, before = asked.get("limit", str(LIST_LIMIT)), asked.get("before")
+        if not limit.isdigit() or not 0 < int(limit) <= LIST_LIMIT:
+            return _problem(422, f"limit must be a whole number from 1 to {LIST_LIMIT}")
+        if before is not None and not before.isdigit():
+            return _problem(422, "before must be the cursor a listing gave (a whole number)")
+        page = await index.page(limit=int(limit), before=None if before is None else int(before))
+        listed = [await _listed(store, thread_id) for thread_id in page.ids]
+        truncated = page.before is not None
+        return JSONResponse({"threads": listed, "truncated": truncated, "before": page.before})
 
     async def list_checkpoints(request: Request) -> Response:
         if (refusal := denied(request)) is not None:
@@ -127,23 +123,19 @@ def studio_routes(
         found = await _checkpoint_of(threads, request)
         if isinstance(found, Response):
             return found
-        if found.workflow_id != THREAD_EVENT:
-            return _problem(
-                422,
-                f"checkpoint {found.id!r} is a step inside a run: fork from a turn "
-                "checkpoint (the thread as saved after a run)",
-            )
-        requested = await _requested_thread(request)
-        if isinstance(requested, Response):
-            return requested
-        new_thread = requested or uuid.uuid4().hex
-        if (await threads.open(new_thread)).listed:
-            return _problem(409, f"thread {new_thread!r} exists already: fork into a new id")
-        try:
-            await threads.fork(new_thread, found.data)
-        except ValueError as exc:
-            return _problem(422, f"checkpoint {found.id!r} does not hold a thread's state: {exc}")
         source: str = request.path_params["thread"]
+        try:
+            asked = await read_fork_request(request)
+            new_thread = asked.thread or uuid.uuid4().hex
+            if live.of_thread(new_thread) or (await threads.open(new_thread)).listed:
+                raise ForkRefused(409, f"thread {new_thread!r} exists already: fork into a new id")
+            if found.workflow_id == THREAD_EVENT:
+                started = None
+                await _copy(threads, new_thread, found)
+            else:
+                started = await _run_on(new_thread, found, source, asked.agent)
+        except ForkRefused as refused:
+            return _problem(refused.status, refused.detail)
         origin = {"thread": source, "checkpoint": found.id}
         await store.append(
             StoredEvent(
@@ -154,7 +146,37 @@ def studio_routes(
                 meta=origin,
             )
         )
-        return JSONResponse({"threadId": new_thread, "forkedFrom": origin}, status_code=201)
+        made: dict[str, Any] = {"threadId": new_thread, "forkedFrom": origin}
+        if started is not None:
+            made |= {"runId": started[0], "agent": started[1]}
+        return JSONResponse(made, status_code=201)
+
+    async def _run_on(
+        new_thread: str, checkpoint: Checkpoint, source: str, agent_path: str | None
+    ) -> tuple[str, str]:
+        """Start the run that goes on from the step `checkpoint` on `new_thread`: its run
+        id and the path of the agent that runs it."""
+        path, resumed = await resumption(registry, store, checkpoint, source, agent_path)
+        run_input = RunAgentInput(
+            thread_id=new_thread,
+            run_id=uuid.uuid4().hex,
+            messages=[],
+            tools=[],
+            context=[],
+            state=None,
+            forwarded_props=None,
+        )
+
+        async def play(send: Callable[[bytes], Awaitable[None]]) -> None:
+            await stream_run(
+                resumed.agent, run_input, threads, send, live.stopping, resumed=resumed
+            )
+
+        try:
+            live.start(run_input.run_id, new_thread, play, stopped=_STOPPED)
+        except (RunsClosed, TooManyRuns) as exc:
+            raise ForkRefused(503, str(exc)) from None
+        return run_input.run_id, path
 
     def served(request: Request) -> tuple[str, IAgent] | Response:
         """The served agent the request's path names, or the response refusing it."""
@@ -195,7 +217,7 @@ def studio_routes(
             return _problem(409, str(exc))
         except (RunsClosed, TooManyRuns) as exc:
             return _problem(503, str(exc))
-        return EventSourceResponse(live.follow(run, after=0))
+        return _followed(live, run, 0)
 
     async def follow_run(request: Request) -> Response:
         if (refusal := denied(request)) is not None:
@@ -212,7 +234,7 @@ def studio_routes(
                 410 if after.isdigit() else 422,
                 f"after must be a count of events from {run.base} on",
             )
-        return EventSourceResponse(live.follow(run, after=int(after)))
+        return _followed(live, run, int(after))
 
     async def stop_run(request: Request) -> Response:
         if (refusal := denied(request)) is not None:
@@ -248,6 +270,17 @@ def studio_routes(
     ]
 
 
+def _followed(live: LiveRuns, run: LiveRun, after: int) -> EventSourceResponse:
+    """The run's events from number `after` on, as SSE. When the server stops, the response
+    sets `live.stopping` (the server ends the app's lifespan only once its responses have
+    ended), so the run ends itself with `RUN_ERROR` and the follower reads it to its end."""
+    return EventSourceResponse(
+        live.follow(run, after=after),
+        shutdown_event=live.stopping,
+        shutdown_grace_period=live.grace,
+    )
+
+
 async def _checkpoint_of(threads: Threads, request: Request) -> Checkpoint | Response:
     """The checkpoint a route names, when it belongs to the thread the route names."""
     thread_id: str = request.path_params["thread"]
@@ -262,32 +295,30 @@ async def _checkpoint_of(threads: Threads, request: Request) -> Checkpoint | Res
     return checkpoint
 
 
-async def _requested_thread(request: Request) -> str | Response | None:
-    """The `threadId` a fork's body asks for, None for a new one, or the refusal."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > _BODY_LIMIT:
-        return _problem(413, f"a fork's body is at most {_BODY_LIMIT} bytes")
-    body = b""
-    async with aclosing(request.stream()) as chunks:
-        async for chunk in chunks:
-            body += chunk
-            if len(body) > _BODY_LIMIT:
-                return _problem(413, f"a fork's body is at most {_BODY_LIMIT} bytes")
-    if not body.strip():
-        return None
+async def _copy(threads: Threads, new_thread: str, checkpoint: Checkpoint) -> None:
+    """Start `new_thread` as the thread the turn `checkpoint` saved."""
     try:
-        fields: object = json.loads(body)
-    except ValueError:
-        return _problem(422, 'the body is not JSON: send {} or {"threadId": "..."}')
-    if not isinstance(fields, dict):
-        return _problem(422, 'the body is not a JSON object: send {} or {"threadId": "..."}')
-    wanted = cast(dict[str, Any], fields).get("threadId")
-    if wanted is None:
-        return None
-    try:
-        return check_thread_id(wanted) if isinstance(wanted, str) else check_thread_id("")
+        await threads.fork(new_thread, checkpoint.data)
     except ValueError as exc:
-        return _problem(422, str(exc))
+        raise ForkRefused(
+            422, f"checkpoint {checkpoint.id!r} does not hold a thread's state: {exc}"
+        ) from None
+
+
+async def _listed(store: ThreadStore, thread_id: str) -> dict[str, Any]:
+    """A thread as the listing shows it: when it was created, what it was forked from."""
+    created: StoredEvent | None = None
+    forked: dict[str, Any] | None = None
+    for event in await store.events(key=_THREAD_PREFIX + thread_id):
+        if event.kind == THREAD_EVENT and created is None:
+            created = event
+        elif event.kind == FORK_EVENT:
+            forked = event.meta
+    return {
+        "id": thread_id,
+        "createdAt": None if created is None else created.occurred_at.isoformat(),
+        "forkedFrom": forked,
+    }
 
 
 def _summary(checkpoint: Checkpoint) -> dict[str, Any]:
@@ -299,8 +330,16 @@ def _summary(checkpoint: Checkpoint) -> dict[str, Any]:
         "workflow": None if turn else checkpoint.workflow_id,
         "superstep": None if turn else checkpoint.superstep,
         "scope": None if turn else checkpoint.data.get("scope"),
+        "inside": [] if turn else _inside(checkpoint),
         "pending": len(_pending(checkpoint)),
     }
+
+
+def _inside(checkpoint: Checkpoint) -> list[str]:
+    """The nested workflows (agent paths) whose superstep a step checkpoint was taken after:
+    each keeps its state in the checkpoint's session (`"{path}#running"`)."""
+    session = _dict(checkpoint.data.get("session"))
+    return sorted(key.removesuffix(RUNNING) for key in session if key.endswith(RUNNING))
 
 
 def _inspected(checkpoint: Checkpoint) -> dict[str, Any]:

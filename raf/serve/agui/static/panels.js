@@ -1,5 +1,5 @@
 // The studio's panels: the selected workflow's graph lit by the run, the thread's checkpoints
-// (inspect one, run again from a turn on a new thread), the raw events, and the past threads.
+// (inspect one, run again from any of them on a new thread), the raw events, and the past threads.
 "use strict";
 
 import { $, api, el, encodePath, hooks, pretty, showError, state, store } from "./core.js";
@@ -94,7 +94,7 @@ export async function loadCheckpoints() {
         const label =
           checkpoint.kind === "turn"
             ? `After turn ${turnNumber--}`
-            : `Step ${checkpoint.superstep} of ${checkpoint.scope ? checkpoint.scope.join("/") : checkpoint.workflow}`;
+            : stepLabel(checkpoint);
         return el(
           "li",
           { class: `checkpoint cp-${checkpoint.kind}`, "data-checkpoint": checkpoint.id },
@@ -113,6 +113,16 @@ export async function loadCheckpoints() {
   } catch (error) {
     showError(`The checkpoints of this thread could not be loaded: ${error.message}`);
   }
+}
+
+// A step checkpoint is taken after a superstep of the root, or inside nested workflows while
+// the root's next superstep runs (it then holds the root as that superstep found it).
+function stepLabel(checkpoint) {
+  const root = checkpoint.scope ? checkpoint.scope.join("/") : checkpoint.workflow;
+  if (checkpoint.inside && checkpoint.inside.length) {
+    return `During step ${checkpoint.superstep + 1} of ${root}, inside ${checkpoint.inside.join(", ")}`;
+  }
+  return `Step ${checkpoint.superstep} of ${root}`;
 }
 
 async function inspect(checkpoint, label) {
@@ -145,13 +155,16 @@ async function inspect(checkpoint, label) {
     box.replaceChildren(
       el("h3", {}, label),
       el("p", { class: "muted" }, el("code", {}, found.id)),
-      found.kind === "turn"
-        ? el(
-            "button",
-            { type: "button", class: "fork", onclick: () => fork(found) },
-            "Run again from here",
-          )
-        : null,
+      el(
+        "button",
+        {
+          type: "button",
+          class: "fork",
+          title: found.kind === "turn" ? "A new thread, as the thread was after this turn" : "A new thread: the run goes on from this step",
+          onclick: () => fork(found, label),
+        },
+        "Run again from here",
+      ),
       found.next.length ? el("p", {}, "Next: ", found.next.join(", ")) : null,
       el("h4", {}, "Pending requests"),
       requests,
@@ -166,13 +179,14 @@ async function inspect(checkpoint, label) {
   }
 }
 
-async function fork(checkpoint) {
+async function fork(checkpoint, label) {
   const from = state.thread;
   try {
     const turnIds = (await api(`studio/threads/${encodeURIComponent(from)}/checkpoints`)).checkpoints
       .filter((c) => c.kind === "turn")
       .map((c) => c.id);
-    const kept = turnIds.indexOf(checkpoint.id) + 1;
+    // Ids grow with time: the turns saved up to the checkpoint are the fork's past.
+    const kept = turnIds.filter((id) => id <= checkpoint.id).length;
     const made = await api(
       `studio/threads/${encodeURIComponent(from)}/checkpoints/${encodeURIComponent(checkpoint.id)}/fork`,
       { method: "POST", body: {} },
@@ -183,9 +197,22 @@ async function fork(checkpoint) {
     );
     const past = saved.slice(0, kept);
     const next = saved[kept];
+    if (made.runId) {
+      // A step inside a run: the server runs that turn on from the step; opening the thread
+      // follows the run like any run still going.
+      past.push({
+        id: made.runId,
+        agent: made.agent,
+        prompt: next ? next.prompt : null,
+        resume: null,
+        answer: next && next.prompt === null ? next.answer : `run again from ${label}`,
+        events: [],
+        startedAt: Date.now(),
+      });
+    }
     store.set(`turns.${made.threadId}`, past);
     hooks.openThread(made.threadId, { forkedFrom: { thread: from, checkpoint: checkpoint.id } });
-    if (next && next.prompt !== null) hooks.prefill(next.prompt);
+    if (!made.runId && next && next.prompt !== null) hooks.prefill(next.prompt);
     $("inspector").hidden = true;
   } catch (error) {
     showError(`Could not run again from ${checkpoint.id}: ${error.message}`);
@@ -233,40 +260,58 @@ function brief(event) {
 
 export async function loadThreads() {
   if (!state.connected) return;
-  const local = store.get("threads", {});
   try {
     const answer = await api("studio/threads");
     const ids = answer.threads.map((t) => t.id);
-    if (!ids.includes(state.thread)) ids.unshift(state.thread);
-    $("threads").replaceChildren(
-      ...ids.map((id) => {
-        const known = local[id] || {};
-        const remote = answer.threads.find((t) => t.id === id) || {};
-        const current = id === state.thread;
-        return el(
-          "li",
-          {},
-          el(
-            "button",
-            {
-              type: "button",
-              class: `ghost thread-row${current ? " current" : ""}`,
-              "data-thread": id,
-              "aria-current": current ? "true" : false,
-              onclick: () => hooks.openThread(id),
-            },
-            el("span", { class: "thread-title" }, known.title || `thread ${id.slice(0, 12)}`),
-            el(
-              "span",
-              { class: "thread-meta" },
-              remote.forkedFrom ? `fork of ${remote.forkedFrom.thread.slice(0, 8)} · ` : "",
-              remote.createdAt ? new Date(remote.createdAt).toLocaleString() : "new",
-            ),
-          ),
-        );
-      }),
-    );
+    const rows = answer.threads.map(threadRow);
+    if (!ids.includes(state.thread)) rows.unshift(threadRow({ id: state.thread }));
+    $("threads").replaceChildren(...rows, ...olderButton(answer.before));
   } catch (error) {
     showError(`The threads could not be listed: ${error.message}`);
   }
+}
+
+// The store lists threads a page at a time: older ones come on request, after those shown.
+function olderButton(before) {
+  if (before === null || before === undefined) return [];
+  const button = el("button", { type: "button", class: "ghost older-threads" }, "Older threads");
+  const item = el("li", {}, button);
+  button.onclick = async () => {
+    try {
+      const answer = await api(`studio/threads?before=${encodeURIComponent(before)}`);
+      const shown = new Set([...$("threads").querySelectorAll("[data-thread]")].map((b) => b.dataset.thread));
+      const rows = answer.threads.filter((t) => !shown.has(t.id)).map(threadRow);
+      item.replaceWith(...rows, ...olderButton(answer.before));
+    } catch (error) {
+      showError(`Older threads could not be listed: ${error.message}`);
+    }
+  };
+  return [item];
+}
+
+function threadRow(remote) {
+  const id = remote.id;
+  const known = store.get("threads", {})[id] || {};
+  const current = id === state.thread;
+  return el(
+    "li",
+    {},
+    el(
+      "button",
+      {
+        type: "button",
+        class: `ghost thread-row${current ? " current" : ""}`,
+        "data-thread": id,
+        "aria-current": current ? "true" : false,
+        onclick: () => hooks.openThread(id),
+      },
+      el("span", { class: "thread-title" }, known.title || `thread ${id.slice(0, 12)}`),
+      el(
+        "span",
+        { class: "thread-meta" },
+        remote.forkedFrom ? `fork of ${remote.forkedFrom.thread.slice(0, 8)} · ` : "",
+        remote.createdAt ? new Date(remote.createdAt).toLocaleString() : "new",
+      ),
+    ),
+  );
 }
