@@ -74,7 +74,7 @@ def model(stop: Stop, agent: str) -> ScriptedProvider:
 
 
 def build(stop: Stop) -> WorkflowAgent:
-    @tool
+    @tool(idempotent=True)  # a lookup: a call in doubt after the kill runs again
     async def search(query: str) -> str:
         """Look something up."""
         stop.at("tool")

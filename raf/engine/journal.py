@@ -1,0 +1,196 @@
+"""The tool calls of a checkpointed run, recorded in its store: a resume never repeats one
+silently.
+
+A run that checkpoints re-runs, on resume, the superstep a crash interrupted; the ReAct agents
+in it ask their model again and reach the same tool calls. Each call is recorded in the
+store's event log (key `"raf.tool-calls/{run id}"`) before it runs (`tool.started`, unless
+the tool is idempotent) and after it ends (`tool.ended`, with its result), under a stable id:
+the agent's place and the call's index in its run (`"team/writer#1"`). When the re-run
+reaches a recorded call with the same tool and arguments:
+
+    ended                   its recorded result is used; the tool does not run again;
+    started, no end         it is *in doubt*: an idempotent tool runs again; for any other
+                            the agent waits on a request to a human (`raf.tools.in_doubt`):
+                            `rerun`, `skip` with a result, or `fail`.
+
+A call the re-run makes differently (another tool, other arguments) is a new call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from raf.stores.ids import new_id
+from raf.tools.in_doubt import InDoubt, decision_of, in_doubt_id, in_doubt_request, refused
+from raf.tools.tool import ToolResult
+
+if TYPE_CHECKING:
+    from raf.durable.seam import ToolCall
+    from raf.messages import ToolCallContent
+    from raf.run import RunContext
+    from raf.stores.base import EventLog
+    from raf.updates import RequestInfoUpdate
+
+__all__ = ["STARTED", "ENDED", "ToolJournal"]
+
+STARTED = "tool.started"
+"""Kind of the event recorded before a call runs."""
+ENDED = "tool.ended"
+"""Kind of the event recorded after a call ended, with its result."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    kind: Literal["tool.started", "tool.ended"]
+    tool: str
+    arguments: str
+    result: ToolResult | None
+
+
+class ToolJournal:
+    """Records the tool calls of one checkpointed run in `log`, and tells a resumed run's
+    calls what became of them.
+
+    Args:
+        log: the run's store.
+        run_id: the run's id (`RunState.run`), kept in its checkpoints.
+        fresh: the run has just started: nothing is recorded yet, so nothing is read.
+    """
+
+    __slots__ = ("_key", "_lock", "_log", "_records")
+
+    def __init__(self, log: EventLog, run_id: str, *, fresh: bool) -> None:
+        self._log = log
+        self._key = f"raf.tool-calls/{run_id}"
+        self._records: dict[str, list[_Record]] | None = {} if fresh else None
+        self._lock = anyio.Lock()
+
+    async def check(
+        self,
+        ctx: RunContext,
+        calls: Sequence[tuple[int, ToolCallContent]],
+        idempotent: frozenset[str],
+    ) -> None:
+        """Before a round of calls (`(index, call)`) runs: make sure each call in doubt has a
+        human's decision.
+
+        Raises:
+            InDoubt: with the requests (streamed already) for the calls without a decision.
+            ToolError: when a human chose to fail the run.
+        """
+        asked: list[RequestInfoUpdate] = []
+        for index, call in calls:
+            if call.name in idempotent or await self._state(ctx, index, call) != "started":
+                continue
+            step = _step(ctx, index, call)
+            request_id = in_doubt_id(ctx.place, step)
+            answers = ctx.turn.answers
+            if request_id in answers:
+                answer = answers[request_id]
+                decision = decision_of(answer)
+                if decision is not None:
+                    if decision.choice == "fail":
+                        raise refused(call, ctx.path)
+                    continue
+                request = in_doubt_request(request_id, call, ctx.path)
+                request = request.model_copy(
+                    update={"payload": {**request.payload, "unclear_answer": answer}}
+                )
+            else:
+                request = in_doubt_request(request_id, call, ctx.path)
+            await ctx.emit(request)
+            ctx.turn.asked.append(request_id)
+            asked.append(request)
+        if asked:
+            raise InDoubt(asked)
+
+    async def call(
+        self, ctx: RunContext, index: int, call: ToolCallContent, run: ToolCall, *, idempotent: bool
+    ) -> ToolResult:
+        """Run call `index` of the agent at `ctx.place` through `run`, recorded before and
+        after; give a recorded result instead, or take a human's decision on it (`check`
+        made sure there is one)."""
+        step = _step(ctx, index, call)
+        found = await self._find(step, call)
+        ended = next((r.result for r in found if r.result is not None), None)
+        if ended is not None:
+            return ended
+        if found and not idempotent:
+            decision = decision_of(ctx.turn.answers.get(in_doubt_id(ctx.place, step)))
+            assert decision is not None and decision.choice != "fail"  # see `check`
+            if decision.choice == "skip":
+                result = ToolResult(decision.result)
+                await self._record(ENDED, step, call, result)
+                return result
+        if not idempotent:
+            await self._record(STARTED, step, call)
+        result = await run(call, ctx)
+        await self._record(ENDED, step, call, result)
+        return result
+
+    async def _state(
+        self, ctx: RunContext, index: int, call: ToolCallContent
+    ) -> Literal["new", "started", "ended"]:
+        found = await self._find(_step(ctx, index, call), call)
+        if any(r.kind == ENDED for r in found):
+            return "ended"
+        return "started" if found else "new"
+
+    async def _find(self, step: str, call: ToolCallContent) -> list[_Record]:
+        """The records of `step` made for this very call (same tool, same arguments)."""
+        records = self._records
+        if records is None:
+            records = await self._load()
+        return [
+            r
+            for r in records.get(step, ())
+            if r.tool == call.name and r.arguments == call.arguments
+        ]
+
+    async def _load(self) -> dict[str, list[_Record]]:
+        async with self._lock:
+            records = self._records
+            if records is None:
+                records = dict[str, list[_Record]]()
+                for event in await self._log.events(self._key):
+                    meta = event.meta
+                    kind = ENDED if event.kind == ENDED else STARTED
+                    result = None
+                    if kind == ENDED:
+                        result = ToolResult(str(meta["result"]), is_error=bool(meta["is_error"]))
+                    record = _Record(kind, str(meta["tool"]), str(meta["arguments"]), result)
+                    records.setdefault(str(meta["step"]), []).append(record)
+                self._records = records
+            return records
+
+    async def _record(
+        self,
+        kind: Literal["tool.started", "tool.ended"],
+        step: str,
+        call: ToolCallContent,
+        result: ToolResult | None = None,
+    ) -> None:
+        from raf.stores.base import StoredEvent
+
+        meta: dict[str, Any] = {"step": step, "tool": call.name, "arguments": call.arguments}
+        if result is not None:
+            meta["result"] = result.text
+            meta["is_error"] = result.is_error
+        event = StoredEvent(
+            id=new_id(), occurred_at=datetime.now(UTC), kind=kind, key=self._key, meta=meta
+        )
+        await self._log.append(event)
+        records = self._records
+        if records is not None:
+            records.setdefault(step, []).append(_Record(kind, call.name, call.arguments, result))
+
+
+def _step(ctx: RunContext, index: int, call: ToolCallContent) -> str:
+    """The stable id of call `index` of the agent at `ctx.place`: `"{place}#{index}:{tool}"`,
+    named as a durable run names its steps."""
+    return f"{'/'.join(ctx.place)}#{index}:{call.name}"
