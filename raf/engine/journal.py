@@ -13,7 +13,9 @@ reaches a recorded call with the same tool and arguments:
                             the agent waits on a request to a human (`raf.tools.in_doubt`):
                             `rerun`, `skip` with a result, or `fail`.
 
-A call the re-run makes differently (another tool, other arguments) is a new call.
+The re-run asks the model again: when it asks for the same tool at that index with other
+arguments, a recorded end is not this call's (the call runs), but a call in doubt is still in
+doubt (the human is asked about the recorded arguments); another tool there is a new call.
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from raf.messages import ToolCallContent
 from raf.stores.ids import new_id
 from raf.tools.in_doubt import InDoubt, decision_of, in_doubt_id, in_doubt_request, refused
 from raf.tools.tool import ToolResult
 
 if TYPE_CHECKING:
     from raf.durable.seam import ToolCall
-    from raf.messages import ToolCallContent
     from raf.run import RunContext
     from raf.stores.base import EventLog
     from raf.updates import RequestInfoUpdate
@@ -46,10 +48,9 @@ ENDED = "tool.ended"
 
 @dataclass(frozen=True, slots=True)
 class _Record:
-    kind: Literal["tool.started", "tool.ended"]
-    tool: str
     arguments: str
     result: ToolResult | None
+    """None when the record says the call started."""
 
 
 class ToolJournal:
@@ -85,10 +86,16 @@ class ToolJournal:
         """
         asked: list[RequestInfoUpdate] = []
         for index, call in calls:
-            if call.name in idempotent or await self._state(ctx, index, call) != "started":
+            if call.name in idempotent:
                 continue
             step = _step(ctx, index, call)
+            result, doubtful = await self._look_up(step, call)
+            if result is not None or doubtful is None:
+                continue
             request_id = in_doubt_id(ctx.place, step)
+            # The human decides about the call that may have taken effect: the recorded one.
+            recorded = ToolCallContent(call_id=call.call_id, name=call.name, arguments=doubtful)
+            request = in_doubt_request(request_id, recorded, ctx.path)
             answers = ctx.turn.answers
             if request_id in answers:
                 answer = answers[request_id]
@@ -97,12 +104,8 @@ class ToolJournal:
                     if decision.choice == "fail":
                         raise refused(call, ctx.path)
                     continue
-                request = in_doubt_request(request_id, call, ctx.path)
-                request = request.model_copy(
-                    update={"payload": {**request.payload, "unclear_answer": answer}}
-                )
-            else:
-                request = in_doubt_request(request_id, call, ctx.path)
+                payload = {**request.payload, "unclear_answer": answer}
+                request = request.model_copy(update={"payload": payload})
             await ctx.emit(request)
             ctx.turn.asked.append(request_id)
             asked.append(request)
@@ -116,11 +119,10 @@ class ToolJournal:
         after; give a recorded result instead, or take a human's decision on it (`check`
         made sure there is one)."""
         step = _step(ctx, index, call)
-        found = await self._find(step, call)
-        ended = next((r.result for r in found if r.result is not None), None)
-        if ended is not None:
-            return ended
-        if found and not idempotent:
+        result, doubtful = await self._look_up(step, call)
+        if result is not None:
+            return result
+        if doubtful is not None and not idempotent:
             decision = decision_of(ctx.turn.answers.get(in_doubt_id(ctx.place, step)))
             assert decision is not None and decision.choice != "fail"  # see `check`
             if decision.choice == "skip":
@@ -133,24 +135,26 @@ class ToolJournal:
         await self._record(ENDED, step, call, result)
         return result
 
-    async def _state(
-        self, ctx: RunContext, index: int, call: ToolCallContent
-    ) -> Literal["new", "started", "ended"]:
-        found = await self._find(_step(ctx, index, call), call)
-        if any(r.kind == ENDED for r in found):
-            return "ended"
-        return "started" if found else "new"
-
-    async def _find(self, step: str, call: ToolCallContent) -> list[_Record]:
-        """The records of `step` made for this very call (same tool, same arguments)."""
+    async def _look_up(
+        self, step: str, call: ToolCallContent
+    ) -> tuple[ToolResult | None, str | None]:
+        """What the records of `step` say of `call`: its recorded result, when a call with
+        its arguments ended; else the arguments of a call there that started and has no
+        recorded end (in doubt: the re-run's model may have asked with other ones), if any."""
         records = self._records
         if records is None:
             records = await self._load()
-        return [
-            r
-            for r in records.get(step, ())
-            if r.tool == call.name and r.arguments == call.arguments
-        ]
+        ended: dict[str, ToolResult] = {}
+        started: list[str] = []
+        for record in records.get(step, ()):
+            if record.result is None:
+                started.append(record.arguments)
+            else:
+                ended[record.arguments] = record.result
+        found = ended.get(call.arguments)
+        if found is not None:
+            return found, None
+        return None, next((a for a in started if a not in ended), None)
 
     async def _load(self) -> dict[str, list[_Record]]:
         async with self._lock:
@@ -159,11 +163,10 @@ class ToolJournal:
                 records = dict[str, list[_Record]]()
                 for event in await self._log.events(self._key):
                     meta = event.meta
-                    kind = ENDED if event.kind == ENDED else STARTED
                     result = None
-                    if kind == ENDED:
+                    if event.kind == ENDED:
                         result = ToolResult(str(meta["result"]), is_error=bool(meta["is_error"]))
-                    record = _Record(kind, str(meta["tool"]), str(meta["arguments"]), result)
+                    record = _Record(str(meta["arguments"]), result)
                     records.setdefault(str(meta["step"]), []).append(record)
                 self._records = records
             return records
@@ -187,7 +190,7 @@ class ToolJournal:
         await self._log.append(event)
         records = self._records
         if records is not None:
-            records.setdefault(step, []).append(_Record(kind, call.name, call.arguments, result))
+            records.setdefault(step, []).append(_Record(call.arguments, result))
 
 
 def _step(ctx: RunContext, index: int, call: ToolCallContent) -> str:
