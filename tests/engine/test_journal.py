@@ -89,3 +89,26 @@ async def test_a_call_cut_short_is_asked_about_with_its_recorded_arguments(
         events = await store.events(f"raf.tool-calls/{checkpoint.data['run']}")
         assert [e.kind for e in events] == ["tool.started", "tool.ended"]
         assert events[1].meta["result"] == "sent before"
+
+
+async def test_the_next_run_on_the_session_answers_a_call_in_doubt(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    mail = Mail()
+    agent = mail.workflow.as_agent()
+    async with SqliteCheckpointStore(tmp_path / "runs.db") as store:
+        session = Session(id="s", store=store)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent.run("go", session).collect)
+            await mail.started.wait()
+            tg.cancel_scope.cancel()
+        latest = await store.latest("s")
+        assert latest is not None
+        waiting = await agent.workflow.resume(latest, store, session=session)
+        assert [r.request_id for r in waiting.requests] == [
+            "mail/mailer/mail/mailer#0:send.in-doubt"
+        ]
+        done = await agent.run("rerun", session).collect()
+        assert done.status == "completed"
+        assert done.text == "done: sent to Ann"
+        assert mail.sent == ["ann", "Ann"]

@@ -25,8 +25,8 @@ from typing import Any
 import anyio
 
 from raf import ChatMessage, ReactAgent, SequentialBuilder, Session, Workflow, tool
-from raf.stores import PostgresCheckpointStore, SqliteCheckpointStore
 from raf.testing import ScriptedProvider, Turn, text, tool_calls
+from tests.reliability.processes import open_store
 
 SESSION = "tool-crash-session"
 
@@ -75,14 +75,6 @@ def build(target: str, log: Path, *, stop: bool) -> Workflow:
     plan = ReactAgent("plan", ScriptedProvider([text("plan: mail ann")]), "Plan.")
     worker = ReactAgent("mailer", ScriptedProvider(mailer), "Mail.", [note, send, fetch])
     return SequentialBuilder(id="mail").add_agent(plan).add_agent(worker).build()
-
-
-def open_store(spec: str) -> Any:
-    kind, _, where = spec.partition(":")
-    if kind == "sqlite":
-        return SqliteCheckpointStore(where)
-    dsn, _, schema = where.partition("#")
-    return PostgresCheckpointStore(dsn, schema=schema)
 
 
 def answer_of(outputs: list[Any]) -> str:
