@@ -62,7 +62,7 @@ from raf.react.exits import ExitTool, second_exit
 from raf.react.native import check_answer, native_format
 from raf.react.resolve import DUPLICATE, RESOLVE_TOOL_NAME, check_resolve, correction_message
 from raf.react.text_calls import HeldText, parse_text_calls
-from raf.run import RunContext, Turn
+from raf.run import RunContext
 from raf.tools.definition import ToolDefinition
 from raf.tools.in_doubt import InDoubt
 from raf.tools.tool import ToolResult
@@ -153,7 +153,9 @@ class ReactLoop:
             rounds = ctx.options.max_rounds or self.max_rounds
             budgeted = ctx.budget is not None
             telemetry = turn.telemetry
-            journal = _journal(turn)
+            # A run that checkpoints records its tool calls, unless durable (each a step).
+            engine = turn.engine
+            journal = None if engine is None or turn.durable is not None else engine.journal
             made = 0  # tool calls so far: a call's index names it in the run's journal
             for _ in range(rounds):
                 if budgeted:
@@ -392,15 +394,6 @@ class ReactLoop:
             "Call one of them by its exact name.",
             is_error=True,
         )
-
-
-def _journal(turn: Turn) -> ToolJournal | None:
-    """Where a run records its tool calls: its checkpoints' store, unless it is durable (each
-    call a recorded step already) or does not checkpoint."""
-    engine = turn.engine
-    if engine is None or turn.durable is not None:
-        return None
-    return engine.journal
 
 
 def assistant_message(completion: Completion, author: str | None) -> ChatMessage:
