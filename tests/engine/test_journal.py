@@ -112,3 +112,38 @@ async def test_the_next_run_on_the_session_answers_a_call_in_doubt(
         assert done.status == "completed"
         assert done.text == "done: sent to Ann"
         assert mail.sent == ["ann", "Ann"]
+
+
+class CheckpointsOnly:
+    """A store of one's own that keeps checkpoints and no event log."""
+
+    def __init__(self, store: SqliteCheckpointStore) -> None:
+        self._store = store
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        await self._store.save(checkpoint)
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        return await self._store.load(checkpoint_id)
+
+    async def latest(self, session_id: str) -> str | None:
+        return await self._store.latest(session_id)
+
+    async def list(self, session_id: str) -> list[str]:
+        return await self._store.list(session_id)
+
+
+async def test_a_store_without_an_event_log_records_nothing_and_runs_the_call_again(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    mail = Mail()
+    async with SqliteCheckpointStore(tmp_path / "runs.db") as sqlite:
+        store = CheckpointsOnly(sqlite)
+        await mail.cut_short(Session(id="s", store=store))
+        latest = await store.latest("s")
+        assert latest is not None
+        done = await mail.workflow.resume(latest, store)
+        assert done.status == "completed"
+        assert mailer_text(done.outputs) == "done: sent to Ann"
+        assert mail.sent == ["ann", "Ann"]
+        assert await sqlite.events() == []
