@@ -5,8 +5,8 @@ A run that checkpoints re-runs, on resume, the superstep a crash interrupted; th
 in it ask their model again and reach the same tool calls. Each call is recorded in the
 store's event log (key `"raf.tool-calls/{run id}"`) before it runs (`tool.started`, unless
 the tool is idempotent) and after it ends (`tool.ended`, with its result), under a stable id:
-the agent's place and the call's index in its run (`"team/writer#1"`). When the re-run
-reaches a recorded call with the same tool and arguments:
+the agent's place, the call's index in its run and the tool (`"team/writer#1:send_mail"`).
+When the re-run reaches a recorded call with the same tool and arguments:
 
     ended                   its recorded result is used; the tool does not run again;
     started, no end         it is *in doubt*: an idempotent tool runs again; for any other
