@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from raf.agent import RunOptions
     from raf.budget import BudgetTracker
     from raf.durable.seam import Durability
+    from raf.engine.journal import ToolJournal
     from raf.session import Session
     from raf.tracing.telemetry import Telemetry
 
@@ -53,6 +54,12 @@ class OuterRun(Protocol):
     async def checkpoint_within(self) -> None:
         """Save a checkpoint now, inside the superstep in progress (a nested workflow
         finished one of its own supersteps)."""
+        ...
+
+    @property
+    def journal(self) -> ToolJournal | None:
+        """Where the run records its tool calls (when it checkpoints to a store with an event
+        log), so a resume never repeats one silently (`raf.engine.journal`)."""
         ...
 
 

@@ -27,12 +27,18 @@ from raf.durable.envelopes import (
     UpdateEnvelope,
     is_token,
 )
-from raf.durable.in_doubt import answer_text, decision_of, in_doubt_request
 from raf.durable.seam import ModelCall, ToolCall
-from raf.errors import AgentError, ToolError
+from raf.errors import AgentError
 from raf.messages import ChatMessage, ToolCallContent, message_list_adapter
 from raf.providers.base import Completion
 from raf.run import RunContext
+from raf.tools.in_doubt import (
+    answer_text,
+    decision_of,
+    in_doubt_id,
+    in_doubt_request,
+    refused,
+)
 from raf.tools.tool import ToolResult
 from raf.updates import AgentPath, AgentResponse, AgentUpdate, Usage
 
@@ -108,7 +114,7 @@ class DbosSteps:
         step: Callable[[], Coroutine[Any, Any, str]],
     ) -> ToolResult:
         """Ask a human what to do with a call that started and has no recorded end."""
-        request_id = f"{'/'.join(ctx.place)}/{name.partition(':')[2]}.in-doubt"
+        request_id = in_doubt_id(ctx.place, name.partition(":")[2])
         request = in_doubt_request(request_id, call, ctx.path)
         await self.publish(request)
         pending = AgentResponse[Any](messages=[], status="waiting", pending=[request])
@@ -124,11 +130,7 @@ class DbosSteps:
             await self.publish(again)
             await self.end_turn(pending, ctx.session.to_json())
         if decision.choice == "fail":
-            raise ToolError(
-                f"the call of tool {call.name!r} was in doubt after a crash and a human "
-                "chose to fail the run",
-                path=ctx.path,
-            )
+            raise refused(call, ctx.path)
         if decision.choice == "skip":
             skipped = ToolStep(text=decision.result).model_dump_json()
 

@@ -110,6 +110,7 @@ def encode_state(state: RunState, *, outputs: bool = True) -> dict[str, Any]:
         if outputs
         else [],
         "entered": state.entered,
+        "run": state.run,
     }
 
 
@@ -145,6 +146,7 @@ def decode_state(data: dict[str, Any]) -> RunState:
         answers={rid: decode(value) for rid, value in data["answers"]},
         outputs=[(node, decode(value)) for node, value in data["outputs"]],
         entered=dict(data.get("entered", {})),
+        run=str(data.get("run", "")),
     )
 
 

@@ -43,6 +43,7 @@ from raf.session import Session
 from raf.updates import AgentPath, AgentResponse, RequestInfoUpdate, Usage
 
 if TYPE_CHECKING:
+    from raf.engine.journal import ToolJournal
     from raf.engine.workflow import Workflow
 
 __all__ = [
@@ -237,7 +238,7 @@ class RootRun:
     """The outermost workflow run of a tree: it alone saves checkpoints, after each of its
     supersteps and, for nested workflows, after each of theirs."""
 
-    __slots__ = ("checkpoints", "record", "runner")
+    __slots__ = ("checkpoints", "journal", "record", "runner")
 
     keeps_start = True
 
@@ -245,6 +246,27 @@ class RootRun:
         self.checkpoints = session.store is not None
         self.record = record
         self.runner: Runner | None = None
+        self.journal: ToolJournal | None = None
+        """Where the run's tool calls are recorded, when it checkpoints to an event log."""
+
+    def bind(self, runner: Runner) -> None:
+        """Run with `runner`; a run that checkpoints gets an id (kept in its state, so its
+        resumes have it too) under which its tool calls are recorded."""
+        self.runner = runner
+        if not self.checkpoints:
+            return
+        # Imported here: the stores package is only needed once a run checkpoints.
+        from raf.engine.journal import ToolJournal
+        from raf.stores.base import EventLog
+        from raf.stores.ids import new_id
+
+        state = runner.state
+        fresh = not state.run
+        if fresh:
+            state.run = new_id()
+        store = runner.session.store
+        if isinstance(store, EventLog):
+            self.journal = ToolJournal(store, state.run, fresh=fresh)
 
     async def saved(self, runner: Runner, index: int) -> RunStatus | None:
         """After superstep `index` of the root: save a checkpoint of its state."""
@@ -406,7 +428,7 @@ async def run_as_agent(
         reports=sink,
     )
     if root is not None:
-        root.runner = runner
+        root.bind(runner)
         turn.engine = root
     try:
         status = await runner.execute()

@@ -211,7 +211,15 @@ class Runner:
             if keeps_start:
                 # Nothing below changes these until the superstep's nodes are done.
                 self.start = RunState(
-                    index, batch, {}, state.fan_in, [], state.answers, state.outputs, state.entered
+                    index,
+                    batch,
+                    {},
+                    state.fan_in,
+                    [],
+                    state.answers,
+                    state.outputs,
+                    state.entered,
+                    state.run,
                 )
             jobs: list[_Job] = [
                 (node, messages, index, 0, None) for node, messages in batch.items()
@@ -252,6 +260,7 @@ class Runner:
                 answers,
                 state.outputs,
                 state.entered,
+                state.run,
             )
         unanswered = {r.node_id for r in requests if r.request_id not in answers}
         state.suspended = {n: s for n, s in suspended.items() if n in unanswered}

@@ -70,6 +70,9 @@ class RunState:
     entered: dict[str, str] = field(default_factory=new_dict)
     """The first call (`"{node}@{superstep}#{n}"`) that ran each agent id a node declares;
     only that call's requests and kept states go by the agent's plain path."""
+    run: str = ""
+    """The id of the root run whose tool calls are recorded (`raf.engine.journal`), given when
+    a run that checkpoints starts; empty otherwise."""
 
     @classmethod
     def start(cls, node_id: str, message: Any) -> RunState:

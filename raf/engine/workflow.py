@@ -351,7 +351,7 @@ class Workflow:
         turn = Turn(engine=root, telemetry=telemetry)
         progress = root if root.checkpoints else None
         runner = Runner(self, state, sink, run_session, turn=turn, progress=progress)
-        root.runner = runner
+        root.bind(runner)
 
         async def execute() -> tuple[RunStatus, RunState]:
             work = runner.execute()
@@ -425,7 +425,7 @@ class Workflow:
         telemetry = active_telemetry()
         turn = Turn(answers=dict(state.answers), engine=root, telemetry=telemetry)
         runner = Runner(self, state, sink, session, scope=scope, turn=turn, progress=root)
-        root.runner = runner
+        root.bind(runner)
         if turn_data is not None and not answers:
             # Mid-turn: what the turn produced before the checkpoint is still the turn's.
             runner.produced.extend(turn_data[1])

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from pydantic import BaseModel
@@ -64,6 +64,7 @@ from raf.react.resolve import DUPLICATE, RESOLVE_TOOL_NAME, check_resolve, corre
 from raf.react.text_calls import HeldText, parse_text_calls
 from raf.run import RunContext
 from raf.tools.definition import ToolDefinition
+from raf.tools.in_doubt import InDoubt
 from raf.tools.tool import ToolResult
 from raf.updates import (
     AgentResponse,
@@ -74,6 +75,9 @@ from raf.updates import (
     ToolCallStart,
     Usage,
 )
+
+if TYPE_CHECKING:
+    from raf.engine.journal import ToolJournal
 
 Dispatch = Callable[[ToolCallContent, RunContext], Awaitable[ToolResult]]
 """Runs one call of a known tool; turns every failure into an error `ToolResult`."""
@@ -112,7 +116,8 @@ class ReactLoop:
     text_tool_calls: bool = False
     """Take an answer that is only a JSON tool call written as text as that tool call."""
     idempotent: frozenset[str] = frozenset()
-    """Tools that may run again when a durable run recovers a call in doubt."""
+    """Tools that may run again when a recovered run (durable or resumed from a checkpoint)
+    finds a call of theirs in doubt."""
     _names: frozenset[str] = field(init=False, repr=False)
     _exits: dict[str, ExitTool] = field(init=False, repr=False)
     _system: tuple[ChatMessage, ...] = field(init=False, repr=False)
@@ -148,6 +153,10 @@ class ReactLoop:
             rounds = ctx.options.max_rounds or self.max_rounds
             budgeted = ctx.budget is not None
             telemetry = turn.telemetry
+            # A run that checkpoints records its tool calls, unless durable (each a step).
+            engine = turn.engine
+            journal = None if engine is None or turn.durable is not None else engine.journal
+            made = 0  # tool calls so far: a call's index names it in the run's journal
             for _ in range(rounds):
                 if budgeted:
                     ctx.charge_round()
@@ -181,7 +190,16 @@ class ReactLoop:
                         conversation.append(correction)
                         continue
                     return completed_response(added, tokens_in, tokens_out, value)
-                results, resolved, value, exited = await self._run_calls(completion.tool_calls, ctx)
+                try:
+                    results, resolved, value, exited = await self._run_calls(
+                        completion.tool_calls, ctx, journal, made
+                    )
+                except InDoubt as doubt:
+                    # Calls in doubt after a crash wait for a human (raf.engine.journal); the
+                    # re-run after the answer starts this agent afresh.
+                    used = Usage(input_tokens=tokens_in, output_tokens=tokens_out)
+                    return AgentResponse(usage=used, status="waiting", pending=doubt.requests)
+                made += len(completion.tool_calls)
                 conversation.extend(results)
                 added.extend(results)
                 if resolved:
@@ -271,7 +289,11 @@ class ReactLoop:
         return assistant_message(completion, self.author)
 
     async def _run_calls(
-        self, calls: list[ToolCallContent], ctx: RunContext
+        self,
+        calls: list[ToolCallContent],
+        ctx: RunContext,
+        journal: ToolJournal | None = None,
+        first: int = 0,
     ) -> tuple[list[ChatMessage], bool, Any, bool]:
         results: list[ToolResult | None] = [None] * len(calls)
         pending: list[int] = []
@@ -299,15 +321,17 @@ class ReactLoop:
                 continue
             results[index] = result
             await self._report(call, result, ctx)
+        if journal is not None and pending:
+            await journal.check(ctx, [(first + i, calls[i]) for i in pending], self.idempotent)
         if len(pending) == 1 or ctx.turn.durable is not None:  # durable steps: in order
             for index in pending:
-                await self._run_one(calls, index, results, ctx)
+                await self._run_one(calls, index, results, ctx, journal, first)
         elif pending:
             # Dispatchers turn failures into results; anything else surfaces as itself.
             with single_exceptions():
                 async with anyio.create_task_group() as tg:
                     for index in pending:
-                        tg.start_soon(self._run_one, calls, index, results, ctx)
+                        tg.start_soon(self._run_one, calls, index, results, ctx, journal, first)
         messages = [
             self._tool_message(call, result)
             for call, result in zip(calls, results, strict=True)
@@ -321,12 +345,18 @@ class ReactLoop:
         index: int,
         results: list[ToolResult | None],
         ctx: RunContext,
+        journal: ToolJournal | None = None,
+        first: int = 0,
     ) -> None:
         call = calls[index]
         turn = ctx.turn
         durable = turn.durable
         if durable is None:
-            work = self.dispatch(call, ctx)
+            if journal is None:
+                work = self.dispatch(call, ctx)
+            else:  # recorded in a checkpointed run's store (raf.engine.journal)
+                idempotent = call.name in self.idempotent
+                work = journal.call(ctx, first + index, call, self.dispatch, idempotent=idempotent)
         else:  # a recorded step (raf.durable)
             idempotent = call.name in self.idempotent
             work = durable.tool_call(ctx, call, self.dispatch, idempotent=idempotent)

@@ -68,8 +68,9 @@ class Tool:
         fn: the wrapped function.
         max_output_chars: results longer than this are truncated with a note.
         idempotent: whether running a call twice has the effect of running it once; a
-            durable run recovering a call of it that started and has no recorded end runs
-            it again, where any other tool's call goes to a human (see docs/durable.md).
+            recovered run (durable, or resumed from a checkpoint) finding a call of it that
+            started and has no recorded end runs it again, where any other tool's call goes
+            to a human (see docs/reliability.md).
     """
 
     __slots__ = ("_is_async", "_spec", "definition", "fn", "idempotent", "max_output_chars")
@@ -193,8 +194,8 @@ def tool(
         name: the tool's name (the function's name by default).
         description: what it does (the docstring's first paragraph by default).
         max_output_chars: results longer than this are truncated with a note.
-        idempotent: the call may safely run twice (a durable run recovering it in doubt runs
-            it again instead of asking a human).
+        idempotent: the call may safely run twice (a recovered run, durable or resumed from
+            a checkpoint, finding it in doubt runs it again instead of asking a human).
 
     Every parameter needs a type annotation. A tool without a description (no docstring and
     no `description=`) is logged as a warning on the `raf` logger: the model would see only its

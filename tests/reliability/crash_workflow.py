@@ -32,8 +32,9 @@ from raf import (
     tool,
 )
 from raf.messages import message_list_adapter
-from raf.stores import Checkpoint, PostgresCheckpointStore, SqliteCheckpointStore
+from raf.stores import Checkpoint
 from raf.testing import ScriptedProvider, Turn, text, tool_calls
+from tests.reliability.processes import open_store
 
 SESSION = "crash-session"
 
@@ -74,7 +75,7 @@ def model(stop: Stop, agent: str) -> ScriptedProvider:
 
 
 def build(stop: Stop) -> WorkflowAgent:
-    @tool
+    @tool(idempotent=True)  # a lookup: a call in doubt after the kill runs again
     async def search(query: str) -> str:
         """Look something up."""
         stop.at("tool")
@@ -125,14 +126,6 @@ def blocking(store_class: type[Any], stop: Stop) -> type[Any]:
     return Blocking
 
 
-def open_store(spec: str, stop: Stop) -> Any:
-    kind, _, where = spec.partition(":")
-    if kind == "sqlite":
-        return blocking(SqliteCheckpointStore, stop)(where)
-    dsn, _, schema = where.partition("#")
-    return blocking(PostgresCheckpointStore, stop)(dsn, schema=schema)
-
-
 def history(agent: WorkflowAgent, session: Session) -> list[list[str | None]]:
     messages = session.get_as(f"{agent.id}#history", message_list_adapter) or []
     return [[m.role, m.author, m.text] for m in messages]
@@ -141,7 +134,7 @@ def history(agent: WorkflowAgent, session: Session) -> list[list[str | None]]:
 async def main(spec: str, point: str, log: Path, out: Path) -> None:
     stop = Stop(point, log)
     agent = build(stop)
-    async with open_store(spec, stop) as store:
+    async with open_store(spec, lambda kind: blocking(kind, stop)) as store:
         if point == "resume":
             latest = await store.latest(SESSION)
             assert latest is not None, "no checkpoint to resume"

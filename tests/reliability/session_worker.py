@@ -17,26 +17,17 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 from anyio import to_thread
 
 from raf import FunctionAgent, RunOptions, Session, SessionBusy
 from raf.messages import ChatMessage
-from raf.stores import PostgresCheckpointStore, SqliteCheckpointStore
+from tests.reliability.processes import open_store
 
 
 def say(line: str) -> None:
     print(line, flush=True)
-
-
-def open_store(spec: str) -> Any:
-    kind, _, where = spec.partition(":")
-    if kind == "sqlite":
-        return SqliteCheckpointStore(where)
-    dsn, _, schema = where.partition("#")
-    return PostgresCheckpointStore(dsn, schema=schema)
 
 
 async def main(spec: str, session_id: str, name: str, mode: str, log: Path) -> int:

@@ -21,8 +21,7 @@ import pytest
 from anyio.abc import Process
 
 from raf import FunctionAgent, RunOptions, Session, SessionBusy
-from tests.reliability.processes import read_line
-from tests.reliability.session_worker import open_store
+from tests.reliability.processes import open_store, read_line
 
 pytestmark = pytest.mark.anyio
 

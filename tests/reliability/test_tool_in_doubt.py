@@ -1,0 +1,152 @@
+"""A checkpointed run killed with SIGKILL inside a tool call, resumed in a new process: the
+call is in doubt. An idempotent tool runs again; any other becomes a request to a human, whose
+answer (`rerun`, `skip` with a result, `fail`) does what it says. A call that ended before the
+kill is never made again.
+
+The run lives in `tool_crash_workflow.py`; each tool appends a line to a log file as its
+effect, which counts effects across the processes.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.reliability.processes import read_line
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REQUEST_ID = "mailer/mailer#1:send.in-doubt"
+"""The in-doubt request of the mailer's second call (index 1), `send`."""
+
+
+class Child:
+    """Runs `tool_crash_workflow` in new processes against one store."""
+
+    def __init__(self, store: str, tool: str, tmp: Path, backend: str) -> None:
+        self.store = store
+        self.tool = tool
+        self.tmp = tmp
+        self.backend = backend
+
+    def command(self, mode: str, answer: str = "") -> list[str]:
+        command = [sys.executable, "-m", "tests.reliability.tool_crash_workflow", self.store]
+        command += [mode, self.tool, str(self.tmp / "effects.log"), str(self.tmp / "out.json")]
+        return [*command, self.backend, *([answer] if answer else [])]
+
+    async def kill_in_tool(self) -> None:
+        """Start the run and SIGKILL it inside the tool call, after its effect."""
+        with anyio.fail_after(30):
+            process = await anyio.open_process(
+                self.command("start"), cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
+            async with process:
+                line = await read_line(process)
+                assert line == "AT tool", line
+                process.send_signal(signal.SIGKILL)
+                assert await process.wait() == -signal.SIGKILL
+
+    async def resume(self, answer: Any = None) -> dict[str, Any]:
+        """Resume the latest checkpoint (answering its request with `answer`, when given)."""
+        if answer is None:
+            command = self.command("resume")
+        else:
+            command = self.command("answer", json.dumps(answer))
+        with anyio.fail_after(30):
+            done = await anyio.run_process(command, cwd=ROOT, check=False)
+        assert done.returncode == 0, done.stderr.decode()
+        return json.loads((self.tmp / "out.json").read_text())
+
+    def effects(self) -> list[str]:
+        return (self.tmp / "effects.log").read_text().splitlines()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:{tmp_path / 'runs.db'}"
+    dsn = request.getfixturevalue("postgres_dsn")
+    schema = request.getfixturevalue("postgres_schema")
+    return f"postgres:{dsn}#{schema}"
+
+
+async def in_doubt(store: str, tmp: Path, backend: str) -> Child:
+    """A run killed inside `send`, resumed once: it waits on the in-doubt request."""
+    child = Child(store, "send", tmp, backend)
+    await child.kill_in_tool()
+    assert child.effects() == ["note", "send"]
+    waiting = await child.resume()
+    assert waiting["status"] == "waiting"
+    [(request_id, payload)] = waiting["requests"]
+    assert request_id == REQUEST_ID
+    assert payload["kind"] == "tool_in_doubt"
+    assert payload["tool"] == "send"
+    assert json.loads(payload["arguments"]) == {"to": "ann"}
+    assert payload["choices"] == ["rerun", "skip", "fail"]
+    # Neither the call in doubt nor the call that ended before the kill ran again.
+    assert child.effects() == ["note", "send"]
+    return child
+
+
+async def test_a_call_in_doubt_asks_and_rerun_runs_it_again(
+    store: str, tmp_path: Path, anyio_backend: str
+) -> None:
+    child = await in_doubt(store, tmp_path, anyio_backend)
+    done = await child.resume("rerun")
+    assert done["status"] == "completed", done
+    assert done["answer"] == "done: sent to ann"
+    assert child.effects() == ["note", "send", "send"]
+
+
+async def test_skip_takes_the_given_result_without_running_the_tool(
+    store: str, tmp_path: Path, anyio_backend: str
+) -> None:
+    child = await in_doubt(store, tmp_path, anyio_backend)
+    done = await child.resume({"decision": "skip", "result": "sent by the crashed run"})
+    assert done["status"] == "completed", done
+    assert done["answer"] == "done: sent by the crashed run"
+    assert child.effects() == ["note", "send"]
+
+
+async def test_fail_fails_the_run_naming_the_tool(
+    store: str, tmp_path: Path, anyio_backend: str
+) -> None:
+    child = await in_doubt(store, tmp_path, anyio_backend)
+    done = await child.resume("fail")
+    assert done["status"] == "failed"
+    assert done["error"].startswith("ToolError: the call of tool 'send' was in doubt")
+    assert child.effects() == ["note", "send"]
+
+
+async def test_an_unclear_answer_asks_again(tmp_path: Path, anyio_backend: str) -> None:
+    child = await in_doubt(f"sqlite:{tmp_path / 'runs.db'}", tmp_path, anyio_backend)
+    again = await child.resume("maybe")
+    assert again["status"] == "waiting"
+    [(request_id, payload)] = again["requests"]
+    assert request_id == REQUEST_ID
+    assert payload["unclear_answer"] == "maybe"
+    done = await child.resume("skip: sent")
+    assert done["answer"] == "done: sent"
+    assert child.effects() == ["note", "send"]
+
+
+async def test_an_idempotent_call_in_doubt_runs_again_without_asking(
+    store: str, tmp_path: Path, anyio_backend: str
+) -> None:
+    child = Child(store, "fetch", tmp_path, anyio_backend)
+    await child.kill_in_tool()
+    done = await child.resume()
+    assert done["status"] == "completed", done
+    assert done["requests"] == []
+    assert done["answer"] == "done: fetched example.org"
+    # The note ended before the kill: its recorded result serves the re-run.
+    assert child.effects() == ["note", "fetch", "fetch"]
