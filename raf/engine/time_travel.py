@@ -7,7 +7,9 @@ uninterrupted turn would have. The session (a new one, for a fork) gets the chec
 state, then the superstep after it runs: what the turn's agents produced before the
 checkpoint stays the turn's, nodes that completed do not run again, and every id the run
 makes (request ids, node calls) is the one the original run made at that point, since each
-names its superstep. The checkpoint, and the session it came from, are only read.
+names its superstep. The checkpoint, and the session it came from, are only read. Tool calls
+run again: the turn is a new run (`raf.engine.journal` records its calls under a new run id),
+so no result the original run recorded is reused.
 
 A checkpoint saved inside a nested workflow's superstep holds the root's state as of that
 superstep's start and the nested run's state: the root's superstep runs again and the nested
@@ -175,7 +177,10 @@ async def _turn_from(
         progress=root if root.checkpoints else None,
         reports=sink,
     )
-    root.runner = runner
+    # Run again, not resumed: the fork's tool calls are its own (a new run id, so none of the
+    # original run's recorded results stands in for a call), and recorded as they run.
+    state.run = ""
+    root.bind(runner)
     runner.produced.extend(produced)
     ctx.turn.engine = root
     try:

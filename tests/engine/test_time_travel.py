@@ -200,3 +200,38 @@ async def test_checkpoints_that_are_not_the_agents_turns_are_refused(tmp_path: P
             await run_from(agent, "no-such-checkpoint", Session("h", store=store))
     with pytest.raises(ValueError, match="store="):
         run_from(agent, mine, Session("i"))
+
+
+async def test_a_fork_runs_its_tool_calls_again_and_records_them_as_its_own(
+    tmp_path: Path,
+) -> None:
+    from raf import ReactAgent, SequentialBuilder, tool
+    from raf.testing import ScriptedProvider, Turn, text, tool_calls
+
+    sent: list[str] = []
+
+    @tool
+    def send(to: str) -> str:
+        """Send the mail."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    def mailer(messages: list[ChatMessage]) -> Turn:
+        if any(c.type == "tool_result" for m in messages for c in m.contents):
+            return text("mailed")
+        return tool_calls(("send", {"to": "ann"}))
+
+    plan = FunctionAgent("plan", lambda m: "plan: mail ann")
+    worker = ReactAgent("mailer", ScriptedProvider(mailer), "Mail.", [send])
+    agent = SequentialBuilder(id="mail").add_agent(plan).add_agent(worker).build().as_agent()
+    async with SqliteCheckpointStore(tmp_path / "runs.sqlite") as store:
+        first = Session("first", store=store)
+        assert (await agent.run("go", first)).text == "mailed"
+        after_plan = (await store.list("first"))[0]
+        # Time travel runs the step again: the original run's recorded result does not
+        # stand in for the fork's call (a resume of the same run would reuse it).
+        fork = Session("fork", store=store)
+        assert (await run_from(agent, after_plan, fork)).text == "mailed"
+        assert sent == ["ann", "ann"]
+        journals = {e.key for e in await store.events() if e.key.startswith("raf.tool-calls/")}
+        assert len(journals) == 2
