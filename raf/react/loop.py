@@ -58,6 +58,7 @@ from raf.providers.base import (
     UsageReport,
 )
 from raf.providers.seat import seen_by
+from raf.react.client_calls import wait_on
 from raf.react.exits import ExitTool, second_exit
 from raf.react.native import check_answer, native_format
 from raf.react.resolve import DUPLICATE, RESOLVE_TOOL_NAME, check_resolve, correction_message
@@ -113,6 +114,9 @@ class ReactLoop:
     """Take an answer that is only a JSON tool call written as text as that tool call."""
     idempotent: frozenset[str] = frozenset()
     """Tools that may run again when a durable run recovers a call in doubt."""
+    client: frozenset[str] = frozenset()
+    """Tools the run's caller executes (`RunOptions.client_tools`, defined in `tools`): a
+    round that calls one ends the loop waiting on it (`raf.react.client_calls`)."""
     _names: frozenset[str] = field(init=False, repr=False)
     _exits: dict[str, ExitTool] = field(init=False, repr=False)
     _system: tuple[ChatMessage, ...] = field(init=False, repr=False)
@@ -128,8 +132,15 @@ class ReactLoop:
         system = (ChatMessage.system(self.instructions),) if self.instructions else ()
         object.__setattr__(self, "_system", system)
 
-    async def run(self, messages: Sequence[ChatMessage], ctx: RunContext) -> AgentResponse:
-        """Run the loop on `messages` (the conversation), streaming through `ctx.emit`.
+    async def run(
+        self,
+        messages: Sequence[ChatMessage],
+        ctx: RunContext,
+        earlier: Sequence[ChatMessage] = (),
+    ) -> AgentResponse:
+        """Run the loop on `messages` (the conversation), streaming through `ctx.emit`;
+        `earlier` are messages the loop made in this turn before it waited (on client tool
+        calls), with their answers: the conversation goes on after them.
 
         Raises:
             MaxRoundsExceeded: when the model calls run out before a final answer.
@@ -139,10 +150,12 @@ class ReactLoop:
         try:
             # The conversation from this agent's seat; what the loop appends is its own.
             turn = ctx.turn
+            if earlier:
+                messages = [*messages, *earlier]
             conversation = seen_by(
                 self.author, messages, turn.presented, turn.prefixes, system=self._system
             )
-            added: list[ChatMessage] = []
+            added: list[ChatMessage] = list(earlier)
             tokens_in = tokens_out = 0
             schema = self.output_schema
             rounds = ctx.options.max_rounds or self.max_rounds
@@ -181,9 +194,16 @@ class ReactLoop:
                         conversation.append(correction)
                         continue
                     return completed_response(added, tokens_in, tokens_out, value)
-                results, resolved, value, exited = await self._run_calls(completion.tool_calls, ctx)
+                results, resolved, value, exited, asked = await self._run_calls(
+                    completion.tool_calls, ctx
+                )
                 conversation.extend(results)
                 added.extend(results)
+                if asked:
+                    # The client runs these: the turn waits for their results.
+                    pending = await wait_on(asked, added, ctx)
+                    response = completed_response(added, tokens_in, tokens_out, None)
+                    return response.model_copy(update={"status": "waiting", "pending": pending})
                 if resolved:
                     assert isinstance(value, BaseModel)
                     final = ChatMessage(
@@ -272,9 +292,10 @@ class ReactLoop:
 
     async def _run_calls(
         self, calls: list[ToolCallContent], ctx: RunContext
-    ) -> tuple[list[ChatMessage], bool, Any, bool]:
+    ) -> tuple[list[ChatMessage], bool, Any, bool, list[ToolCallContent]]:
         results: list[ToolResult | None] = [None] * len(calls)
         pending: list[int] = []
+        asked: list[int] = []
         resolved = False
         exited: str | None = None
         value: Any = None
@@ -294,6 +315,9 @@ class ReactLoop:
                     result = second_exit(exited, call.name)
             elif call.name not in self._names:
                 result = self._unknown(call.name)
+            elif call.name in self.client:
+                asked.append(index)
+                continue
             else:
                 pending.append(index)
                 continue
@@ -308,12 +332,18 @@ class ReactLoop:
                 async with anyio.create_task_group() as tg:
                     for index in pending:
                         tg.start_soon(self._run_one, calls, index, results, ctx)
+        if asked and (resolved or exited is not None):
+            ended = f"not run: {RESOLVE_TOOL_NAME if resolved else exited} ended the turn"
+            for index in asked:
+                results[index] = result = ToolResult(ended, is_error=True)
+                await self._report(calls[index], result, ctx)
+            asked = []
         messages = [
             self._tool_message(call, result)
             for call, result in zip(calls, results, strict=True)
             if result is not None
         ]
-        return messages, resolved, value, exited is not None
+        return messages, resolved, value, exited is not None, [calls[i] for i in asked]
 
     async def _run_one(
         self,
