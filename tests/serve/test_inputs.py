@@ -100,10 +100,26 @@ def test_context_becomes_a_system_message_when_it_changes() -> None:
     assert [m.role for m in again.messages] == ["user"]
 
 
-def test_frontend_tools_and_shared_state_are_refused_not_dropped() -> None:
+def test_frontend_tools_become_client_tools_and_shared_state_is_refused() -> None:
     tool = {"name": "show_map", "description": "Shows a map.", "parameters": {"type": "object"}}
-    with pytest.raises(ValueError, match=r"frontend tools \('show_map'\).*send tools: \[\]"):
-        new_input(run(messages=[], tools=[tool]), seen=set())
+    [taken] = new_input(run(messages=[], tools=[tool]), seen=set()).tools
+    assert (taken.name, taken.description, taken.parameters) == (
+        "show_map",
+        "Shows a map.",
+        {"type": "object"},
+    )
+    bad = {**tool, "name": "show map"}
+    with pytest.raises(ValueError, match=r"frontend tool 'show map' has a name a model cannot"):
+        new_input(run(messages=[], tools=[bad]), seen=set())
+    with pytest.raises(ValueError, match=r"'show_map' has parameters that are not a JSON schema"):
+        new_input(run(messages=[], tools=[{**tool, "parameters": [1]}]), seen=set())
     with pytest.raises(ValueError, match=r"shared state.*send state: \{\}"):
         new_input(run(messages=[], state={"count": 1}), seen=set())
     assert new_input(run(messages=[], tools=[], state={}), seen=set()).messages == []
+
+
+def test_a_frontend_tool_result_answers_the_request_its_call_is_known_by() -> None:
+    result = {"id": "r1", "role": "tool", "toolCallId": "wire-1", "content": "shown"}
+    taken = new_input(run(messages=[result]), seen=set(), asked={"guide/call_1": "wire-1"})
+    [message] = taken.messages
+    assert [(c.call_id, c.result) for c in message.contents] == [("guide/call_1", "shown")]

@@ -6,8 +6,14 @@ messages, assistant messages a client brings from elsewhere, and tool messages. 
 answer open requests, each as a tool message whose `call_id` is the request id (raf's typed
 answer); an entry naming no open request is refused. Reasoning and activity messages are the
 client's own record and are skipped. The input's `context` (things the client wants the agent
-to know) becomes a system message whenever it changes; frontend `tools` and shared `state`,
-which raf agents do not take, are refused rather than dropped.
+to know) becomes a system message whenever it changes.
+
+Frontend `tools` become the run's client tools (`RunOptions.client_tools`): every ReAct agent
+in the tree offers them to its model; a call of one streams as `TOOL_CALL_*` and the run ends
+with it open, for the client to run. The client's `ToolMessage` for that call (its
+`tool_call_id` is the one `TOOL_CALL_START` gave) answers the request raf's agent waits on, so
+the model sees it as the call's result. Shared `state`, which raf agents do not take, is
+refused rather than dropped.
 
 Example:
     >>> from ag_ui.core import RunAgentInput, UserMessage
@@ -17,6 +23,10 @@ Example:
     ['hi']
     >>> new_input(run, seen={"m1"}).messages
     []
+    >>> from ag_ui.core import Tool
+    >>> tool = Tool(name="show_map", description="Show a city.", parameters={"type": "object"})
+    >>> [t.name for t in new_input(run.model_copy(update={"tools": [tool]}), seen=set()).tools]
+    ['show_map']
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from ag_ui.core import (
     AssistantMessage,
@@ -33,11 +43,14 @@ from ag_ui.core import (
     RunAgentInput,
     SystemMessage,
     TextPart,
+    Tool,
     ToolMessage,
     UserMessage,
 )
+from pydantic import ValidationError
 
 from raf.messages import ChatMessage, Content, TextContent, ToolCallContent
+from raf.tools.definition import ToolDefinition
 
 __all__ = ["RunInput", "input_ids", "new_input"]
 
@@ -51,6 +64,8 @@ class RunInput:
     the answers of the resume entries."""
     context: list[str]
     """The input's context, one JSON entry each (what the thread keeps once the run is done)."""
+    tools: tuple[ToolDefinition, ...] = ()
+    """The input's frontend tools: the run's client tools (`RunOptions.client_tools`)."""
 
 
 def input_ids(run: RunAgentInput) -> set[str]:
@@ -65,15 +80,17 @@ def new_input(
     context: Sequence[str] = (),
 ) -> RunInput:
     """The raf messages `run` adds to a thread that has seen the message ids `seen`, has the
-    open requests `asked` (raf request id to the interrupt id the client knows) and took in
-    `context` last.
+    open requests `asked` (raf request id to the id the client knows: an interrupt's, or a
+    frontend tool call's) and took in `context` last.
 
     Raises:
-        ValueError: for content raf cannot take (media parts, frontend tools, shared state),
-            a resume entry that names no open request, or one that cancels a request (raf
-            asks until it is answered).
+        ValueError: for content raf cannot take (media parts, shared state, a tool whose name
+            a model cannot call), a resume entry that names no open request, or one that
+            cancels a request (raf asks until it is answered).
     """
-    _refuse_tools_and_state(run)
+    _refuse_state(run)
+    tools = tuple(_definition(tool) for tool in run.tools or ())
+    requests = {wire: raf_id for raf_id, wire in (asked or {}).items()}
     entries = [json.dumps(c.model_dump(mode="json"), sort_keys=True) for c in run.context or ()]
     messages: list[ChatMessage] = []
     if entries and entries != list(context):
@@ -83,10 +100,9 @@ def new_input(
         converted
         for message in run.messages
         if message.id not in seen
-        for converted in [_convert(message)]
+        for converted in [_convert(message, requests)]
         if converted is not None
     )
-    requests = {wire: raf_id for raf_id, wire in (asked or {}).items()}
     for entry in run.resume or ():
         request_id = requests.get(entry.interrupt_id)
         if request_id is None and entry.interrupt_id in (asked or {}):
@@ -104,16 +120,32 @@ def new_input(
                 "withdraw a request; answer it with status 'resolved' and a payload"
             )
         messages.append(ChatMessage.tool_result(request_id, json.dumps(entry.payload)))
-    return RunInput(messages, entries or list(context))
+    return RunInput(messages, entries or list(context), tools)
 
 
-def _refuse_tools_and_state(run: RunAgentInput) -> None:
-    if run.tools:
-        names = ", ".join(repr(t.name) for t in run.tools)
+def _definition(tool: Tool) -> ToolDefinition:
+    parameters: object = tool.parameters
+    if parameters is None:
+        parameters = {"type": "object", "properties": {}}
+    if not isinstance(parameters, dict):
         raise ValueError(
-            f"the input offers frontend tools ({names}): raf agents call only the tools they "
-            "were built with, so a client's tools would never be called; send tools: []"
+            f"frontend tool {tool.name!r} has parameters that are not a JSON schema object: "
+            'send {"type": "object", "properties": {...}}'
         )
+    try:
+        return ToolDefinition(
+            name=tool.name,
+            description=tool.description,
+            parameters=cast(dict[str, Any], parameters),
+        )
+    except ValidationError:
+        raise ValueError(
+            f"frontend tool {tool.name!r} has a name a model cannot call: use 1 to 64 "
+            "letters, digits, '_' or '-'"
+        ) from None
+
+
+def _refuse_state(run: RunAgentInput) -> None:
     if run.state not in (None, {}, []):
         raise ValueError(
             "the input carries shared state: raf keeps an agent's state in its thread (the "
@@ -122,15 +154,16 @@ def _refuse_tools_and_state(run: RunAgentInput) -> None:
         )
 
 
-def _convert(message: Message) -> ChatMessage | None:
+def _convert(message: Message, requests: Mapping[str, str]) -> ChatMessage | None:
     match message:
         case UserMessage():
             return ChatMessage.user(_text(message.content, message.id))
         case SystemMessage() | DeveloperMessage():
             return ChatMessage.system(message.content)
         case ToolMessage():
+            # A frontend tool's result answers the request the calling agent waits on.
             return ChatMessage.tool_result(
-                message.tool_call_id,
+                requests.get(message.tool_call_id, message.tool_call_id),
                 _text(message.content, message.id),
                 is_error=message.error is not None,
             )

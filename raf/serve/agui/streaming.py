@@ -21,7 +21,7 @@ import anyio
 from ag_ui.core import BaseEvent, RunAgentInput
 from ag_ui.encoder import EventEncoder
 
-from raf.agent import IAgent
+from raf.agent import IAgent, RunOptions
 from raf.errors import SessionBusy, UnknownRequest
 from raf.serve.agui.inputs import input_ids, new_input
 from raf.serve.agui.mapper import AguiMapper
@@ -148,7 +148,8 @@ async def _run_on(
         said=thread.said,
     )
     holder.mapper = mapper
-    run = agent.run(taken.messages, thread.session)
+    options = RunOptions(client_tools=taken.tools) if taken.tools else None
+    run = agent.run(taken.messages, thread.session, options)
     answered = False
     try:
         async with run as updates:
@@ -160,7 +161,7 @@ async def _run_on(
             waiting = response.status == "waiting"
             pending = {r.request_id for r in response.pending}
             events = mapper.finished(response)
-            thread.asked = {r: interrupt_id(r) for r in sorted(pending)}
+            thread.asked = {r: mapper.client_id(r) for r in sorted(pending)}
             thread.said = [m.model_dump_json() for m in response.messages] if waiting else []
             thread.context = taken.context
             await emit(events)
