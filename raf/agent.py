@@ -109,10 +109,11 @@ class RunOptions(Options):
     client_tools: ClientTools = ()
     """Tools the caller of the run executes itself (an AG-UI client's frontend tools): every
     `ReactAgent` in the tree offers them to its model besides its own, and a call of one ends
-    the agent's turn waiting, with a request whose id is `"{agent path}/{call id}"` and whose
-    payload is `{"client_tool": name, "call_id": ..., "arguments": ...}`; the next run answers
-    it with `ToolResultContent(call_id=<request id>, result=...)`, which the model sees as the
-    tool's result. A client tool named like one of an agent's own tools is a `ToolError`.
+    the agent's turn waiting on a request: its id is the agent's path and the model's call id
+    (`"guide/call_1"`), its payload `{"client_tool": name, "call_id": ..., "arguments": ...}`.
+    The next run answers it with `ToolResultContent(call_id=<request id>, result=...)`, which
+    the model sees as the tool's result (see `raf.react.client_calls`). A client tool named
+    like one of an agent's own tools is a `ToolError`.
 
     Example:
         >>> from raf.tools import ToolDefinition

@@ -240,7 +240,7 @@ class ReactAgent(BaseAgent[ValueT]):
         self, messages: list[ChatMessage], ctx: RunContext
     ) -> CoroutineType[Any, Any, AgentResponse[ValueT]]:
         """Run the ReAct loop on the conversation `messages`; see the class docstring."""
-        if not ctx.options.client_tools:
+        if not ctx.options.client_tools and not ctx.turn.answers:
             return self._loop.run(messages, ctx)  # the loop's own coroutine: no layer between
         return self._with_client_tools(messages, ctx)
 
@@ -267,7 +267,10 @@ class ReactAgent(BaseAgent[ValueT]):
     ) -> AgentResponse[ValueT]:
         """A run offering the run's client tools too; a nested agent whose earlier turn
         waits on client calls that this turn answers goes on after them."""
-        loop = with_client_tools(self._loop, ctx.options.client_tools, f"ReactAgent {self.id!r}")
+        tools = ctx.options.client_tools
+        loop = (
+            with_client_tools(self._loop, tools, f"ReactAgent {self.id!r}") if tools else self._loop
+        )
         kept = ClientCalls.load(ctx) if len(ctx.path) > 1 else None
         if kept is None:
             return await loop.run(messages, ctx)

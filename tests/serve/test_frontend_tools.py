@@ -157,8 +157,9 @@ async def test_the_model_is_offered_the_frontend_tools_besides_its_own() -> None
     assert offered == [["weather", "show_map"]]
 
 
+@pytest.mark.parametrize("offered_again", [[SHOW_MAP], []], ids=["tools again", "no tools"])
 async def test_a_leaf_of_a_nested_workflow_calls_a_frontend_tool_and_the_turn_goes_on(
-    tmp_path: Any,
+    tmp_path: Any, offered_again: list[dict[str, Any]]
 ) -> None:
     seen = Seen()
     store = SqliteCheckpointStore(tmp_path / "threads.db")
@@ -168,7 +169,7 @@ async def test_a_leaf_of_a_nested_workflow_calls_a_frontend_tool_and_the_turn_go
             first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
             call = called(first)
             asked = (await Threads(store).open("t")).asked
-            body = run_input("t", *answered(ask, call, "a map of Lisbon"), tools=[SHOW_MAP])
+            body = run_input("t", *answered(ask, call, "a map of Lisbon"), tools=offered_again)
             second = await run(http, "tour", body)
     finally:
         await store.aclose()
@@ -210,6 +211,57 @@ def test_the_official_client_runs_a_frontend_tool_and_the_agent_uses_its_result(
     with running(create_app(tour(Seen()), MemoryCheckpointStore())) as url:
         summary = node_summary("frontend_tools.mjs", f"{url}/agents/tour/run")
     assert summary["errors"] == [None, None]
+    assert summary["state"] == {"units": "metric"}
     assert summary["called"] == [{"name": "show_map", "args": {"city": "Lisbon"}}]
     texts = [m.get("content") for m in summary["messages"] if m["role"] == "assistant"]
     assert "Tour done: On your map: the map shows Lisbon" in texts
+
+
+async def test_a_round_with_two_frontend_calls_and_an_own_tool_waits_for_both_calls() -> None:
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city.
+
+        Args:
+            city: the city.
+        """
+        return f"sunny in {city}"
+
+    shown: list[list[ChatMessage]] = []
+
+    def turn(messages: list[ChatMessage]) -> Turn:
+        shown.append(list(messages))
+        if messages[-1].role == "tool":
+            results = [c.result for m in messages if m.role == "tool" for c in m.contents]  # pyright: ignore[reportAttributeAccessIssue]
+            return text(" | ".join(results))
+        return tool_calls(
+            ("show_map", {"city": "Lisbon"}, "map_1"),
+            ("weather", {"city": "Lisbon"}, "weather_1"),
+            ("show_map", {"city": "Porto"}, "map_2"),
+        )
+
+    agent = ReactAgent("guide", ScriptedProvider(turn), "Help.", tools=[weather])
+    store = MemoryCheckpointStore()
+    async with client(create_app(agent, store)) as http:
+        ask = user("u1", "Lisbon and Porto?")
+        first = await run(http, "guide", run_input("t", ask, tools=[SHOW_MAP]))
+        starts = [e for e in first if e["type"] == "TOOL_CALL_START"]
+        asked = (await Threads(store).open("t")).asked
+        lisbon, porto = (e["toolCallId"] for e in starts if e["toolCallName"] == "show_map")
+        results = [
+            {"id": f"r{n}", "role": "tool", "toolCallId": wire, "content": f"map {n}"}
+            for n, wire in ((2, porto), (1, lisbon))  # in any order
+        ]
+        second = await run(http, "guide", run_input("t", ask, *results, tools=[SHOW_MAP]))
+    check_order(first)
+    check_order(second)
+    assert [e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_RESULT"] == [
+        next(e["toolCallId"] for e in starts if e["toolCallName"] == "weather")
+    ]
+    assert asked == {"guide/map_1": lisbon, "guide/map_2": porto}
+    assert first[-1]["type"] == "RUN_FINISHED" and first[-1].get("outcome") is None
+    assert text_of(second, "guide") == "sunny in Lisbon | map 1 | map 2"
+    calls = [c.call_id for c in shown[-1][-4].tool_calls]
+    answered_ids = [m.contents[0].call_id for m in shown[-1][-3:]]  # pyright: ignore[reportAttributeAccessIssue]
+    assert calls == ["map_1", "weather_1", "map_2"]
+    assert answered_ids == ["weather_1", "map_1", "map_2"]

@@ -6,14 +6,16 @@ messages, assistant messages a client brings from elsewhere, and tool messages. 
 answer open requests, each as a tool message whose `call_id` is the request id (raf's typed
 answer); an entry naming no open request is refused. Reasoning and activity messages are the
 client's own record and are skipped. The input's `context` (things the client wants the agent
-to know) becomes a system message whenever it changes.
+to know) becomes a system message whenever it changes; so does its shared `state`, which the
+thread keeps: a run whose input carries none (an empty one) uses the thread's, and each run
+tells the client the state it uses with a `STATE_SNAPSHOT` (raf agents read it; they do not
+change it).
 
 Frontend `tools` become the run's client tools (`RunOptions.client_tools`): every ReAct agent
 in the tree offers them to its model; a call of one streams as `TOOL_CALL_*` and the run ends
 with it open, for the client to run. The client's `ToolMessage` for that call (its
 `tool_call_id` is the one `TOOL_CALL_START` gave) answers the request raf's agent waits on, so
-the model sees it as the call's result. Shared `state`, which raf agents do not take, is
-refused rather than dropped.
+the model sees it as the call's result.
 
 Example:
     >>> from ag_ui.core import RunAgentInput, UserMessage
@@ -60,10 +62,12 @@ class RunInput:
     """What one AG-UI run gives its agent."""
 
     messages: list[ChatMessage]
-    """The new messages: the context when it changed, then the thread's unseen messages, then
-    the answers of the resume entries."""
+    """The new messages: the context and the shared state when they changed, then the
+    thread's unseen messages, then the answers of the resume entries."""
     context: list[str]
     """The input's context, one JSON entry each (what the thread keeps once the run is done)."""
+    state: Any = None
+    """The shared state the run uses: the input's, or the thread's when the input has none."""
     tools: tuple[ToolDefinition, ...] = ()
     """The input's frontend tools: the run's client tools (`RunOptions.client_tools`)."""
 
@@ -78,17 +82,17 @@ def new_input(
     seen: Set[str],
     asked: Mapping[str, str] | None = None,
     context: Sequence[str] = (),
+    state: Any = None,
 ) -> RunInput:
     """The raf messages `run` adds to a thread that has seen the message ids `seen`, has the
     open requests `asked` (raf request id to the id the client knows: an interrupt's, or a
-    frontend tool call's) and took in `context` last.
+    frontend tool call's) and took in `context` and the shared `state` last.
 
     Raises:
-        ValueError: for content raf cannot take (media parts, shared state, a tool whose name
-            a model cannot call), a resume entry that names no open request, or one that
-            cancels a request (raf asks until it is answered).
+        ValueError: for content raf cannot take (media parts, a tool whose name a model
+            cannot call), a resume entry that names no open request, or one that cancels a
+            request (raf asks until it is answered).
     """
-    _refuse_state(run)
     tools = tuple(_definition(tool) for tool in run.tools or ())
     requests = {wire: raf_id for raf_id, wire in (asked or {}).items()}
     entries = [json.dumps(c.model_dump(mode="json"), sort_keys=True) for c in run.context or ()]
@@ -96,6 +100,12 @@ def new_input(
     if entries and entries != list(context):
         lines = [f"- {c.description}: {c.value}" for c in run.context or ()]
         messages.append(ChatMessage.system("Context from the client:\n" + "\n".join(lines)))
+    shared = state
+    if run.state not in (None, {}, []):
+        shared = run.state
+        if _json(shared) != _json(state):
+            said = "Shared state from the client (JSON):\n" + _json(shared)
+            messages.append(ChatMessage.system(said))
     messages.extend(
         converted
         for message in run.messages
@@ -120,7 +130,7 @@ def new_input(
                 "withdraw a request; answer it with status 'resolved' and a payload"
             )
         messages.append(ChatMessage.tool_result(request_id, json.dumps(entry.payload)))
-    return RunInput(messages, entries or list(context), tools)
+    return RunInput(messages, entries or list(context), shared, tools)
 
 
 def _definition(tool: Tool) -> ToolDefinition:
@@ -145,13 +155,8 @@ def _definition(tool: Tool) -> ToolDefinition:
         ) from None
 
 
-def _refuse_state(run: RunAgentInput) -> None:
-    if run.state not in (None, {}, []):
-        raise ValueError(
-            "the input carries shared state: raf keeps an agent's state in its thread (the "
-            "session) and takes none from the client; send state: {} and put what the agent "
-            "should know in a message or in context"
-        )
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _convert(message: Message, requests: Mapping[str, str]) -> ChatMessage | None:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import anyio
-from ag_ui.core import BaseEvent, RunAgentInput
+from ag_ui.core import BaseEvent, RunAgentInput, StateSnapshotEvent
 from ag_ui.encoder import EventEncoder
 
 from raf.agent import IAgent, RunOptions
@@ -115,7 +115,7 @@ async def _run_on(
 ) -> None:
     mapper = holder.mapper
     try:
-        taken = new_input(run_input, thread.seen, thread.asked, thread.context)
+        taken = new_input(run_input, thread.seen, thread.asked, thread.context, thread.shared)
     except ValueError as exc:
         await emit(mapper.failed(exc))
         return
@@ -148,6 +148,8 @@ async def _run_on(
         said=thread.said,
     )
     holder.mapper = mapper
+    if taken.state is not None:
+        await emit([StateSnapshotEvent(snapshot=taken.state)])
     options = RunOptions(client_tools=taken.tools) if taken.tools else None
     run = agent.run(taken.messages, thread.session, options)
     answered = False
@@ -164,6 +166,7 @@ async def _run_on(
             thread.asked = {r: mapper.client_id(r) for r in sorted(pending)}
             thread.said = [m.model_dump_json() for m in response.messages] if waiting else []
             thread.context = taken.context
+            thread.shared = taken.state
             await emit(events)
     except Exception as exc:
         if not isinstance(exc, UnknownRequest):  # a client's mistake is not the server's

@@ -1,7 +1,8 @@
 // Runs a frontend tool with the official AG-UI client, whose HttpAgent verifies every event:
 // the first run offers `show_map` and ends with the agent's call of it open; the script runs
 // the tool as a page would (useCopilotAction-style), adds its result as a tool message, and
-// runs again so the agent goes on with it. Prints one JSON summary on stdout.
+// runs again so the agent goes on with it. The client's shared state comes back in each run's
+// STATE_SNAPSHOT. Prints one JSON summary on stdout.
 // Usage: node frontend_tools.mjs RUN_URL
 import { HttpAgent } from "@ag-ui/client";
 
@@ -26,7 +27,11 @@ async function run(agent) {
   }
 }
 
-const agent = new HttpAgent({ url, threadId: `tour-${process.pid}` });
+const agent = new HttpAgent({
+  url,
+  threadId: `tour-${process.pid}`,
+  initialState: { units: "metric" },
+});
 agent.addMessage({ id: "u1", role: "user", content: "A tour, please" });
 const errors = [await run(agent)];
 const answered = new Set(agent.messages.filter((m) => m.role === "tool").map((m) => m.toolCallId));
@@ -45,4 +50,4 @@ for (const message of agent.messages) {
   }
 }
 errors.push(await run(agent));
-console.log(JSON.stringify({ errors, called, messages: agent.messages }));
+console.log(JSON.stringify({ errors, called, messages: agent.messages, state: agent.state }));
