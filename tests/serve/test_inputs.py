@@ -7,6 +7,7 @@ import json
 import pytest
 from ag_ui.core import RunAgentInput
 
+from raf.messages import ToolResultContent
 from raf.serve.agui.inputs import input_ids, new_input
 
 
@@ -134,4 +135,6 @@ def test_a_frontend_tool_result_answers_the_request_its_call_is_known_by() -> No
     result = {"id": "r1", "role": "tool", "toolCallId": "wire-1", "content": "shown"}
     taken = new_input(run(messages=[result]), seen=set(), asked={"guide/call_1": "wire-1"})
     [message] = taken.messages
-    assert [(c.call_id, c.result) for c in message.contents] == [("guide/call_1", "shown")]
+    [result] = message.contents
+    assert isinstance(result, ToolResultContent)
+    assert (result.call_id, result.result) == ("guide/call_1", "shown")
