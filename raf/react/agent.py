@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from raf.agent import BaseAgent, Session
 from raf.messages import ChatMessage, ToolCallContent
 from raf.providers.base import LlmProvider
-from raf.react.client_calls import ClientCalls, with_client_tools
+from raf.react.client_calls import CLIENT_CALLS, ClientCalls, with_client_tools
 from raf.react.exits import ExitTool
 from raf.react.loop import OutputMode, ReactLoop
 from raf.react.resolve import RESOLVE_TOOL_NAME, before_resolve, resolve_definition
@@ -244,15 +244,21 @@ class ReactAgent(BaseAgent[ValueT]):
             return self._loop.run(messages, ctx)  # the loop's own coroutine: no layer between
         return self._with_client_tools(messages, ctx)
 
-    async def invoke_turn(
+    def invoke_turn(
         self, messages: list[ChatMessage], ctx: RunContext
-    ) -> AgentResponse[ValueT]:
+    ) -> CoroutineType[Any, Any, AgentResponse[ValueT]]:
         """Run one turn as the root of a run; new messages that answer the client tool calls
         the last turn waits on come first, as the tool results of those calls (see
         `raf.react.client_calls`)."""
+        if ctx.session.get(ctx.key(CLIENT_CALLS)) is None:  # a root's place is its path
+            return super().invoke_turn(messages, ctx)  # no layer between
+        return self._answered_turn(messages, ctx)
+
+    async def _answered_turn(
+        self, messages: list[ChatMessage], ctx: RunContext
+    ) -> AgentResponse[ValueT]:
         kept = ClientCalls.load(ctx)
-        if kept is None:
-            return await super().invoke_turn(messages, ctx)
+        assert kept is not None
         key = ClientCalls.key(ctx.place)
         ctx.session.pop(key)  # the history holds the waiting turn's messages
         try:

@@ -36,7 +36,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from raf._defaults import new_list
 from raf.errors import AgentError, ToolError
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from raf.tools.definition import ToolDefinition
 
 __all__ = [
+    "CLIENT_CALLS",
     "CLIENT_TOOL",
     "ClientCalls",
     "client_call_id",
@@ -59,13 +60,14 @@ __all__ = [
 CLIENT_TOOL = "client_tool"
 """The payload key naming the client tool of a request that is a client tool's call."""
 
-_KEPT = "#client_calls"
+CLIENT_CALLS = "client_calls"
+"""The name of the session entry (`"{agent place}#client_calls"`) of an agent's open calls."""
 
 
 class ClientCalls(BaseModel):
     """What a ReAct agent whose turn waits on client tool calls keeps in its session."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     calls: list[tuple[str, str]]
     """The calls it waits on: request id and the model's call id, in call order."""
@@ -75,12 +77,15 @@ class ClientCalls(BaseModel):
     @staticmethod
     def key(place: AgentPath) -> str:
         """The session key of the agent at `place`."""
-        return "/".join(place) + _KEPT
+        return "/".join(place) + "#" + CLIENT_CALLS
 
     @classmethod
     def load(cls, ctx: RunContext) -> ClientCalls | None:
         """What the agent of `ctx` keeps, or None."""
-        return ctx.session.get_as(cls.key(ctx.place), _ADAPTER)
+        kept = ctx.session.get(cls.key(ctx.place))
+        if kept is None or isinstance(kept, ClientCalls):
+            return kept
+        return cls.model_validate(kept)  # JSON, from a saved session
 
     def answers(
         self, messages: Sequence[ChatMessage]
@@ -132,9 +137,6 @@ class ClientCalls(BaseModel):
                 path=ctx.path,
             )
         return [*self.results(answers, author), *rest]
-
-
-_ADAPTER: TypeAdapter[ClientCalls] = TypeAdapter(ClientCalls)
 
 
 def _text(answer: Any) -> str:

@@ -155,7 +155,7 @@ class ReactLoop:
             conversation = seen_by(
                 self.author, messages, turn.presented, turn.prefixes, system=self._system
             )
-            added: list[ChatMessage] = list(earlier)
+            added: list[ChatMessage] = list(earlier) if earlier else []
             tokens_in = tokens_out = 0
             schema = self.output_schema
             rounds = ctx.options.max_rounds or self.max_rounds
@@ -343,7 +343,8 @@ class ReactLoop:
             for call, result in zip(calls, results, strict=True)
             if result is not None
         ]
-        return messages, resolved, value, exited is not None, [calls[i] for i in asked]
+        client = [calls[i] for i in asked] if asked else []
+        return messages, resolved, value, exited is not None, client
 
     async def _run_one(
         self,
