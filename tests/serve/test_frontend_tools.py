@@ -265,3 +265,26 @@ async def test_a_round_with_two_frontend_calls_and_an_own_tool_waits_for_both_ca
     answered_ids = [m.contents[0].call_id for m in shown[-1][-3:]]  # pyright: ignore[reportAttributeAccessIssue]
     assert calls == ["map_1", "weather_1", "map_2"]
     assert answered_ids == ["weather_1", "map_1", "map_2"]
+
+
+async def test_answering_one_of_two_open_calls_fails_and_the_agent_still_waits_on_both() -> None:
+    def turn(messages: list[ChatMessage]) -> Turn:
+        if messages[-1].role == "tool":
+            return text("Both shown.")
+        return tool_calls(("show_map", {"city": "Lisbon"}), ("show_map", {"city": "Porto"}))
+
+    agent = ReactAgent("guide", ScriptedProvider(turn), "Help.")
+    async with client(create_app(agent, MemoryCheckpointStore())) as http:
+        ask = user("u1", "Lisbon and Porto?")
+        first = await run(http, "guide", run_input("t", ask, tools=[SHOW_MAP]))
+        lisbon, porto = (e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_START")
+        one = {"id": "r1", "role": "tool", "toolCallId": lisbon, "content": "map 1"}
+        two = {"id": "r2", "role": "tool", "toolCallId": porto, "content": "map 2"}
+        partial = await run(http, "guide", run_input("t", ask, one, tools=[SHOW_MAP]))
+        both = await run(http, "guide", run_input("t", ask, one, two, tools=[SHOW_MAP]))
+    assert types(partial) == ["RUN_STARTED", "RUN_ERROR"]
+    assert partial[-1]["message"] == (
+        "agent 'guide' waits on the client tool calls ['guide/call_2']: answer each with a "
+        "tool message whose call_id is its request id (at 'guide')"
+    )
+    assert text_of(both, "guide") == "Both shown."
