@@ -20,10 +20,10 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, ClassVar, Generic, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, cast, runtime_checkable
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from raf._defaults import new_dict
 from raf._options import Options
@@ -56,6 +56,13 @@ __all__ = [
     "Session",
     "invoke_agent",
 ]
+
+if TYPE_CHECKING:
+    from raf.tools.definition import ToolDefinition
+
+    ClientTools = tuple[ToolDefinition, ...]
+else:  # checked by `RunOptions` itself, so `import raf` does not load `raf.tools`
+    ClientTools = tuple[Any, ...]
 
 _ID = re.compile(r"^[^/#\s\x00][^/#\x00]*$")
 
@@ -99,6 +106,28 @@ class RunOptions(Options):
     """What a run does when another top-level run of its session is in progress (in this
     process, or in another sharing its store): raise `SessionBusy` (`reject`), or queue behind
     it, first come first served (`wait`)."""
+    client_tools: ClientTools = ()
+    """Tools the caller of the run executes itself (an AG-UI client's frontend tools): every
+    `ReactAgent` in the tree offers them to its model besides its own, and a call of one ends
+    the agent's turn waiting on a request: its id is the agent's path and the model's call id
+    (`"guide/call_1"`), its payload `{"client_tool": name, "call_id": ..., "arguments": ...}`.
+    The next run answers it with `ToolResultContent(call_id=<request id>, result=...)`, which
+    the model sees as the tool's result (see `raf.react.client_calls`). A client tool named
+    like one of an agent's own tools is a `ToolError`.
+
+    Example:
+        >>> from raf.tools import ToolDefinition
+        >>> show = ToolDefinition(name="show_map", description="Show a place on the map.")
+        >>> [t.name for t in RunOptions(client_tools=[show]).client_tools]
+        ['show_map']
+    """
+
+    @field_validator("client_tools", mode="after")
+    @classmethod
+    def _tool_definitions(cls, tools: tuple[Any, ...]) -> tuple[Any, ...]:
+        from raf.tools.definition import ToolDefinition  # only when a run is given some
+
+        return tuple(ToolDefinition.model_validate(t) for t in tools)
 
 
 def default_options() -> RunOptions:

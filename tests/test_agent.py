@@ -360,7 +360,7 @@ def stream_items(items: Sequence[AgentUpdate], kind: type[TextDelta]) -> list[Te
         (
             lambda: RunOptions(timout=5),  # type: ignore[call-arg]
             "RunOptions() got an unknown field 'timout'; did you mean 'timeout'? its fields are: "
-            "max_rounds, timeout, budget, metadata, on_busy",
+            "max_rounds, timeout, budget, metadata, on_busy, client_tools",
         ),
         (
             lambda: Budget(token=5),  # type: ignore[call-arg]

@@ -28,9 +28,10 @@ from pydantic import BaseModel
 from raf.agent import BaseAgent, Session
 from raf.messages import ChatMessage, ToolCallContent
 from raf.providers.base import LlmProvider
+from raf.react.client_calls import CLIENT_CALLS, ClientCalls, with_client_tools
 from raf.react.exits import ExitTool
 from raf.react.loop import OutputMode, ReactLoop
-from raf.react.resolve import RESOLVE_TOOL_NAME, resolve_definition
+from raf.react.resolve import RESOLVE_TOOL_NAME, before_resolve, resolve_definition
 from raf.run import RunContext
 from raf.tools.tool import Tool, ToolResult, as_tool
 from raf.updates import AgentResponse, ValueT
@@ -229,9 +230,7 @@ class ReactAgent(BaseAgent[ValueT]):
                 f"ReactAgent {self.id!r} already has tools named {clashes}; "
                 "rename them with @tool(name=...)"
             )
-        # `resolve`, when there is one, stays the last definition.
-        split = len(loop.tools) - (RESOLVE_TOOL_NAME in {d.name for d in loop.tools[-1:]})
-        definitions = (*loop.tools[:split], *(e.definition for e in exits), *loop.tools[split:])
+        definitions = before_resolve(loop.tools, [e.definition for e in exits])
         view = copy.copy(self)
         view._default_session = Session()  # a view run on its own keeps its own conversation
         view._loop = dataclasses.replace(loop, tools=definitions, exits=(*loop.exits, *exits))
@@ -241,7 +240,55 @@ class ReactAgent(BaseAgent[ValueT]):
         self, messages: list[ChatMessage], ctx: RunContext
     ) -> CoroutineType[Any, Any, AgentResponse[ValueT]]:
         """Run the ReAct loop on the conversation `messages`; see the class docstring."""
-        return self._loop.run(messages, ctx)  # the loop's own coroutine: no layer between
+        if not ctx.options.client_tools and not ctx.turn.answers:
+            return self._loop.run(messages, ctx)  # the loop's own coroutine: no layer between
+        return self._with_client_tools(messages, ctx)
+
+    def invoke_turn(
+        self, messages: list[ChatMessage], ctx: RunContext
+    ) -> CoroutineType[Any, Any, AgentResponse[ValueT]]:
+        """Run one turn as the root of a run; new messages that answer the client tool calls
+        the last turn waits on come first, as the tool results of those calls (see
+        `raf.react.client_calls`)."""
+        if ctx.session.get(ctx.key(CLIENT_CALLS)) is None:  # a root's place is its path
+            return super().invoke_turn(messages, ctx)  # no layer between
+        return self._answered_turn(messages, ctx)
+
+    async def _answered_turn(
+        self, messages: list[ChatMessage], ctx: RunContext
+    ) -> AgentResponse[ValueT]:
+        kept = ClientCalls.load(ctx)
+        assert kept is not None
+        key = ClientCalls.key(ctx.place)
+        ctx.session.pop(key)  # the history holds the waiting turn's messages
+        try:
+            return await super().invoke_turn(kept.answered_turn(messages, ctx, self.id), ctx)
+        except BaseException:
+            if ctx.session.get(key) is None:  # a failed turn never happened: it waits again
+                ctx.session.set(key, kept)
+            raise
+
+    async def _with_client_tools(
+        self, messages: list[ChatMessage], ctx: RunContext
+    ) -> AgentResponse[ValueT]:
+        """A run offering the run's client tools too; a nested agent whose earlier turn
+        waits on client calls that this turn answers goes on after them."""
+        tools = ctx.options.client_tools
+        loop = (
+            with_client_tools(self._loop, tools, f"ReactAgent {self.id!r}") if tools else self._loop
+        )
+        kept = ClientCalls.load(ctx) if len(ctx.path) > 1 else None
+        if kept is None:
+            return await loop.run(messages, ctx)
+        answers = ctx.turn.answers
+        if any(request_id not in answers for request_id, _ in kept.calls):
+            ctx.session.pop(ClientCalls.key(ctx.place))  # a fresh call: that wait is stale
+            return await loop.run(messages, ctx)
+        earlier = [*kept.messages, *kept.results(answers, self.id)]
+        response = await loop.run(messages, ctx, earlier)
+        if response.status != "waiting":
+            ctx.session.pop(ClientCalls.key(ctx.place))
+        return response
 
     async def _dispatch(self, call: ToolCallContent, ctx: RunContext) -> ToolResult:
         return await self._tools[call.name].call(call.arguments, ctx)

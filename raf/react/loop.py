@@ -58,6 +58,7 @@ from raf.providers.base import (
     UsageReport,
 )
 from raf.providers.seat import seen_by
+from raf.react.client_calls import wait_on
 from raf.react.exits import ExitTool, second_exit
 from raf.react.native import check_answer, native_format
 from raf.react.resolve import DUPLICATE, RESOLVE_TOOL_NAME, check_resolve, correction_message
@@ -118,6 +119,9 @@ class ReactLoop:
     idempotent: frozenset[str] = frozenset()
     """Tools that may run again when a recovered run (durable or resumed from a checkpoint)
     finds a call of theirs in doubt."""
+    client: frozenset[str] = frozenset()
+    """Tools the run's caller executes (`RunOptions.client_tools`, defined in `tools`): a
+    round that calls one ends the loop waiting on it (`raf.react.client_calls`)."""
     _names: frozenset[str] = field(init=False, repr=False)
     _exits: dict[str, ExitTool] = field(init=False, repr=False)
     _system: tuple[ChatMessage, ...] = field(init=False, repr=False)
@@ -133,8 +137,15 @@ class ReactLoop:
         system = (ChatMessage.system(self.instructions),) if self.instructions else ()
         object.__setattr__(self, "_system", system)
 
-    async def run(self, messages: Sequence[ChatMessage], ctx: RunContext) -> AgentResponse:
-        """Run the loop on `messages` (the conversation), streaming through `ctx.emit`.
+    async def run(
+        self,
+        messages: Sequence[ChatMessage],
+        ctx: RunContext,
+        earlier: Sequence[ChatMessage] = (),
+    ) -> AgentResponse:
+        """Run the loop on `messages` (the conversation), streaming through `ctx.emit`;
+        `earlier` are messages the loop made in this turn before it waited (on client tool
+        calls), with their answers: the conversation goes on after them.
 
         Raises:
             MaxRoundsExceeded: when the model calls run out before a final answer.
@@ -144,10 +155,12 @@ class ReactLoop:
         try:
             # The conversation from this agent's seat; what the loop appends is its own.
             turn = ctx.turn
+            if earlier:
+                messages = [*messages, *earlier]
             conversation = seen_by(
                 self.author, messages, turn.presented, turn.prefixes, system=self._system
             )
-            added: list[ChatMessage] = []
+            added: list[ChatMessage] = list(earlier) if earlier else []
             tokens_in = tokens_out = 0
             schema = self.output_schema
             rounds = ctx.options.max_rounds or self.max_rounds
@@ -191,7 +204,7 @@ class ReactLoop:
                         continue
                     return completed_response(added, tokens_in, tokens_out, value)
                 try:
-                    results, resolved, value, exited = await self._run_calls(
+                    results, resolved, value, exited, asked = await self._run_calls(
                         completion.tool_calls, ctx, journal, made
                     )
                 except InDoubt as doubt:
@@ -202,6 +215,11 @@ class ReactLoop:
                 made += len(completion.tool_calls)
                 conversation.extend(results)
                 added.extend(results)
+                if asked:
+                    # The client runs these: the turn waits for their results.
+                    pending = await wait_on(asked, added, ctx)
+                    response = completed_response(added, tokens_in, tokens_out, None)
+                    return response.model_copy(update={"status": "waiting", "pending": pending})
                 if resolved:
                     assert isinstance(value, BaseModel)
                     final = ChatMessage(
@@ -294,9 +312,10 @@ class ReactLoop:
         ctx: RunContext,
         journal: ToolJournal | None = None,
         first: int = 0,
-    ) -> tuple[list[ChatMessage], bool, Any, bool]:
+    ) -> tuple[list[ChatMessage], bool, Any, bool, list[ToolCallContent]]:
         results: list[ToolResult | None] = [None] * len(calls)
         pending: list[int] = []
+        asked: list[int] = []
         resolved = False
         exited: str | None = None
         value: Any = None
@@ -316,6 +335,9 @@ class ReactLoop:
                     result = second_exit(exited, call.name)
             elif call.name not in self._names:
                 result = self._unknown(call.name)
+            elif call.name in self.client:
+                asked.append(index)
+                continue
             else:
                 pending.append(index)
                 continue
@@ -332,12 +354,19 @@ class ReactLoop:
                 async with anyio.create_task_group() as tg:
                     for index in pending:
                         tg.start_soon(self._run_one, calls, index, results, ctx, journal, first)
+        if asked and (resolved or exited is not None):
+            ended = f"not run: {RESOLVE_TOOL_NAME if resolved else exited} ended the turn"
+            for index in asked:
+                results[index] = result = ToolResult(ended, is_error=True)
+                await self._report(calls[index], result, ctx)
+            asked = []
         messages = [
             self._tool_message(call, result)
             for call, result in zip(calls, results, strict=True)
             if result is not None
         ]
-        return messages, resolved, value, exited is not None
+        client = [calls[i] for i in asked] if asked else []
+        return messages, resolved, value, exited is not None, client
 
     async def _run_one(
         self,

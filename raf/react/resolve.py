@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -89,3 +90,11 @@ def _survives_json(schema: type[BaseModel], value: BaseModel) -> bool:
 def correction_message() -> ChatMessage:
     """The user message asking the model to call resolve instead of answering in text."""
     return ChatMessage.user(CORRECTION_TEXT)
+
+
+def before_resolve(
+    tools: tuple[ToolDefinition, ...], extra: Sequence[ToolDefinition]
+) -> tuple[ToolDefinition, ...]:
+    """`tools` with `extra` added, `resolve` (when there is one) staying the last."""
+    split = len(tools) - (RESOLVE_TOOL_NAME in {d.name for d in tools[-1:]})
+    return (*tools[:split], *extra, *tools[split:])

@@ -74,6 +74,8 @@ class _State(BaseModel):
     """Messages (JSON) the client was sent in the earlier runs of a turn still waiting."""
     context: list[str] = Field(default_factory=new_list)
     """The client context the thread took in last (AG-UI `context`, one JSON entry each)."""
+    shared: Any = None
+    """The shared state the thread took in last (AG-UI `state`), None before any."""
 
 
 class _Saved(BaseModel):
@@ -111,6 +113,8 @@ class Thread:
     the turn's response carries again."""
     context: list[str] = field(default_factory=new_list)
     """The client context the thread took in last (one JSON entry each)."""
+    shared: Any = None
+    """The shared state (AG-UI `state`) the thread took in last, None before any."""
 
 
 class Threads:
@@ -161,6 +165,7 @@ class Threads:
                 asked=thread.asked,
                 said=thread.said,
                 context=thread.context,
+                shared=thread.shared,
             )
             checkpoint_id = new_id()
             await self.store.save(
@@ -206,7 +211,8 @@ class Threads:
     @staticmethod
     def carry(thread: Thread, data: Mapping[str, Any] | None) -> None:
         """Make `thread` (held, not saved) the thread a saved checkpoint `data` holds: its
-        session, the ids it has seen, its runs, its open requests (`None`: a new thread's).
+        session, the ids it has seen, its runs, its open requests, its context and shared
+        state (`None`: a new thread's).
 
         Raises:
             ValueError: when `data` is not a thread's saved state.
@@ -215,6 +221,7 @@ class Threads:
         thread.session.restore(saved.state)
         thread.seen, thread.runs, thread.asked = set(saved.seen), saved.runs, dict(saved.asked)
         thread.said, thread.context = list(saved.said), list(saved.context)
+        thread.shared = saved.shared
 
     def _thread(self, thread_id: str, saved: _State, *, listed: bool) -> Thread:
         session = Session(thread_id, store=self.store)
@@ -228,6 +235,7 @@ class Threads:
             asked=dict(saved.asked),
             said=list(saved.said),
             context=list(saved.context),
+            shared=saved.shared,
         )
 
     async def _load_earlier(self, thread_id: str) -> Thread:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -70,3 +73,18 @@ def node_client() -> Path:
     if not (JS / "node_modules" / "@ag-ui" / "client").is_dir():
         require("@ag-ui/client", "run npm ci --prefix tests/serve/js")
     return JS / "conformance.mjs"
+
+
+def node_summary(script: str, *args: str) -> Any:
+    """The JSON summary the Node script `script` (in `JS`) prints when run with `args`,
+    once it exits without error (skipped without Node and the client, as `node_client`)."""
+    node_client()
+    done = subprocess.run(
+        ["node", str(JS / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

@@ -8,28 +8,16 @@ request with a resume entry, and runs a second question on the same thread.
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 from raf.serve import create_app
 from raf.stores import MemoryCheckpointStore
-from tests.serve.servers import JS, node_client, running
+from tests.serve.servers import node_summary, running
 from tests.serve.test_run_edges import two_questions
 from tests.serve.trees import failing_team, newsroom
 
 
 def test_the_official_client_accepts_a_nested_run_with_a_waiting_request() -> None:
-    script = node_client()
     with running(create_app(newsroom(), MemoryCheckpointStore(), token="tok")) as url:
-        done = subprocess.run(
-            ["node", str(script), f"{url}/agents/newsroom/run", "tok"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr
-    summary = json.loads(done.stdout)
+        summary = node_summary("conformance.mjs", f"{url}/agents/newsroom/run", "tok")
     first, second, third = ([e["type"] for e in run] for run in summary["runs"])
     for kinds in (first, second, third):
         assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
@@ -49,15 +37,9 @@ def test_the_official_client_accepts_a_nested_run_with_a_waiting_request() -> No
 
 
 def test_the_official_client_accepts_the_edges_of_a_run() -> None:
-    node_client()
-    script = JS / "edges.mjs"
     app = create_app([two_questions(), failing_team()], MemoryCheckpointStore())
     with running(app) as url:
-        done = subprocess.run(
-            ["node", str(script), url], capture_output=True, text=True, timeout=60, check=False
-        )
-    assert done.returncode == 0, done.stderr
-    summary = json.loads(done.stdout)
+        summary = node_summary("edges.mjs", url)
     runs = summary["runs"]
     for name, run in runs.items():
         kinds = [e["type"] for e in run["events"]]

@@ -7,6 +7,7 @@ import json
 import pytest
 from ag_ui.core import RunAgentInput
 
+from raf.messages import ToolResultContent
 from raf.serve.agui.inputs import input_ids, new_input
 
 
@@ -100,10 +101,40 @@ def test_context_becomes_a_system_message_when_it_changes() -> None:
     assert [m.role for m in again.messages] == ["user"]
 
 
-def test_frontend_tools_and_shared_state_are_refused_not_dropped() -> None:
+def test_frontend_tools_become_client_tools() -> None:
     tool = {"name": "show_map", "description": "Shows a map.", "parameters": {"type": "object"}}
-    with pytest.raises(ValueError, match=r"frontend tools \('show_map'\).*send tools: \[\]"):
-        new_input(run(messages=[], tools=[tool]), seen=set())
-    with pytest.raises(ValueError, match=r"shared state.*send state: \{\}"):
-        new_input(run(messages=[], state={"count": 1}), seen=set())
+    [taken] = new_input(run(messages=[], tools=[tool]), seen=set()).tools
+    assert (taken.name, taken.description, taken.parameters) == (
+        "show_map",
+        "Shows a map.",
+        {"type": "object"},
+    )
+    bad = {**tool, "name": "show map"}
+    with pytest.raises(ValueError, match=r"frontend tool 'show map' has a name a model cannot"):
+        new_input(run(messages=[], tools=[bad]), seen=set())
+    with pytest.raises(ValueError, match=r"'show_map' has parameters that are not a JSON schema"):
+        new_input(run(messages=[], tools=[{**tool, "parameters": [1]}]), seen=set())
     assert new_input(run(messages=[], tools=[], state={}), seen=set()).messages == []
+
+
+def test_shared_state_is_shown_when_it_changes_and_the_thread_keeps_it() -> None:
+    given = run(messages=[], state={"units": "metric", "count": 1})
+    taken = new_input(given, seen=set())
+    assert [(m.role, m.text) for m in taken.messages] == [
+        ("system", 'Shared state from the client (JSON):\n{"count": 1, "units": "metric"}')
+    ]
+    assert taken.state == {"units": "metric", "count": 1}
+    same = new_input(given, seen=set(), state={"count": 1, "units": "metric"})
+    assert same.messages == []
+    kept = new_input(run(messages=[], state={}), seen=set(), state={"count": 1})
+    assert (kept.messages, kept.state) == ([], {"count": 1})
+    assert new_input(run(messages=[]), seen=set()).state is None
+
+
+def test_a_frontend_tool_result_answers_the_request_its_call_is_known_by() -> None:
+    result = {"id": "r1", "role": "tool", "toolCallId": "wire-1", "content": "shown"}
+    taken = new_input(run(messages=[result]), seen=set(), asked={"guide/call_1": "wire-1"})
+    [message] = taken.messages
+    [result] = message.contents
+    assert isinstance(result, ToolResultContent)
+    assert (result.call_id, result.result) == ("guide/call_1", "shown")

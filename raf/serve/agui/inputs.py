@@ -6,8 +6,16 @@ messages, assistant messages a client brings from elsewhere, and tool messages. 
 answer open requests, each as a tool message whose `call_id` is the request id (raf's typed
 answer); an entry naming no open request is refused. Reasoning and activity messages are the
 client's own record and are skipped. The input's `context` (things the client wants the agent
-to know) becomes a system message whenever it changes; frontend `tools` and shared `state`,
-which raf agents do not take, are refused rather than dropped.
+to know) becomes a system message whenever it changes; so does its shared `state`, which the
+thread keeps: a run whose input carries none (an empty one) uses the thread's, and each run
+tells the client the state it uses with a `STATE_SNAPSHOT` (raf agents read it; they do not
+change it).
+
+Frontend `tools` become the run's client tools (`RunOptions.client_tools`): every ReAct agent
+in the tree offers them to its model; a call of one streams as `TOOL_CALL_*` and the run ends
+with it open, for the client to run. The client's `ToolMessage` for that call (its
+`tool_call_id` is the one `TOOL_CALL_START` gave) answers the request raf's agent waits on, so
+the model sees it as the call's result.
 
 Example:
     >>> from ag_ui.core import RunAgentInput, UserMessage
@@ -17,6 +25,10 @@ Example:
     ['hi']
     >>> new_input(run, seen={"m1"}).messages
     []
+    >>> from ag_ui.core import Tool
+    >>> tool = Tool(name="show_map", description="Show a city.", parameters={"type": "object"})
+    >>> [t.name for t in new_input(run.model_copy(update={"tools": [tool]}), seen=set()).tools]
+    ['show_map']
 """
 
 from __future__ import annotations
@@ -24,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from ag_ui.core import (
     AssistantMessage,
@@ -33,11 +45,14 @@ from ag_ui.core import (
     RunAgentInput,
     SystemMessage,
     TextPart,
+    Tool,
     ToolMessage,
     UserMessage,
 )
+from pydantic import ValidationError
 
 from raf.messages import ChatMessage, Content, TextContent, ToolCallContent
+from raf.tools.definition import ToolDefinition
 
 __all__ = ["RunInput", "input_ids", "new_input"]
 
@@ -47,10 +62,14 @@ class RunInput:
     """What one AG-UI run gives its agent."""
 
     messages: list[ChatMessage]
-    """The new messages: the context when it changed, then the thread's unseen messages, then
-    the answers of the resume entries."""
+    """The new messages: the context and the shared state when they changed, then the
+    thread's unseen messages, then the answers of the resume entries."""
     context: list[str]
     """The input's context, one JSON entry each (what the thread keeps once the run is done)."""
+    state: Any = None
+    """The shared state the run uses: the input's, or the thread's when the input has none."""
+    tools: tuple[ToolDefinition, ...] = ()
+    """The input's frontend tools: the run's client tools (`RunOptions.client_tools`)."""
 
 
 def input_ids(run: RunAgentInput) -> set[str]:
@@ -63,30 +82,37 @@ def new_input(
     seen: Set[str],
     asked: Mapping[str, str] | None = None,
     context: Sequence[str] = (),
+    state: Any = None,
 ) -> RunInput:
     """The raf messages `run` adds to a thread that has seen the message ids `seen`, has the
-    open requests `asked` (raf request id to the interrupt id the client knows) and took in
-    `context` last.
+    open requests `asked` (raf request id to the id the client knows: an interrupt's, or a
+    frontend tool call's) and took in `context` and the shared `state` last.
 
     Raises:
-        ValueError: for content raf cannot take (media parts, frontend tools, shared state),
-            a resume entry that names no open request, or one that cancels a request (raf
-            asks until it is answered).
+        ValueError: for content raf cannot take (media parts, a tool whose name a model
+            cannot call), a resume entry that names no open request, or one that cancels a
+            request (raf asks until it is answered).
     """
-    _refuse_tools_and_state(run)
+    tools = tuple(_definition(tool) for tool in run.tools or ())
+    requests = {wire: raf_id for raf_id, wire in (asked or {}).items()}
     entries = [json.dumps(c.model_dump(mode="json"), sort_keys=True) for c in run.context or ()]
     messages: list[ChatMessage] = []
     if entries and entries != list(context):
         lines = [f"- {c.description}: {c.value}" for c in run.context or ()]
         messages.append(ChatMessage.system("Context from the client:\n" + "\n".join(lines)))
+    shared = state
+    if run.state not in (None, {}, []):
+        shared = run.state
+        if _json(shared) != _json(state):
+            said = "Shared state from the client (JSON):\n" + _json(shared)
+            messages.append(ChatMessage.system(said))
     messages.extend(
         converted
         for message in run.messages
         if message.id not in seen
-        for converted in [_convert(message)]
+        for converted in [_convert(message, requests)]
         if converted is not None
     )
-    requests = {wire: raf_id for raf_id, wire in (asked or {}).items()}
     for entry in run.resume or ():
         request_id = requests.get(entry.interrupt_id)
         if request_id is None and entry.interrupt_id in (asked or {}):
@@ -104,33 +130,45 @@ def new_input(
                 "withdraw a request; answer it with status 'resolved' and a payload"
             )
         messages.append(ChatMessage.tool_result(request_id, json.dumps(entry.payload)))
-    return RunInput(messages, entries or list(context))
+    return RunInput(messages, entries or list(context), shared, tools)
 
 
-def _refuse_tools_and_state(run: RunAgentInput) -> None:
-    if run.tools:
-        names = ", ".join(repr(t.name) for t in run.tools)
+def _definition(tool: Tool) -> ToolDefinition:
+    parameters: object = tool.parameters
+    if parameters is None:
+        parameters = {"type": "object", "properties": {}}
+    if not isinstance(parameters, dict):
         raise ValueError(
-            f"the input offers frontend tools ({names}): raf agents call only the tools they "
-            "were built with, so a client's tools would never be called; send tools: []"
+            f"frontend tool {tool.name!r} has parameters that are not a JSON schema object: "
+            'send {"type": "object", "properties": {...}}'
         )
-    if run.state not in (None, {}, []):
+    try:
+        return ToolDefinition(
+            name=tool.name,
+            description=tool.description,
+            parameters=cast(dict[str, Any], parameters),
+        )
+    except ValidationError:
         raise ValueError(
-            "the input carries shared state: raf keeps an agent's state in its thread (the "
-            "session) and takes none from the client; send state: {} and put what the agent "
-            "should know in a message or in context"
-        )
+            f"frontend tool {tool.name!r} has a name a model cannot call: use 1 to 64 "
+            "letters, digits, '_' or '-'"
+        ) from None
 
 
-def _convert(message: Message) -> ChatMessage | None:
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _convert(message: Message, requests: Mapping[str, str]) -> ChatMessage | None:
     match message:
         case UserMessage():
             return ChatMessage.user(_text(message.content, message.id))
         case SystemMessage() | DeveloperMessage():
             return ChatMessage.system(message.content)
         case ToolMessage():
+            # A frontend tool's result answers the request the calling agent waits on.
             return ChatMessage.tool_result(
-                message.tool_call_id,
+                requests.get(message.tool_call_id, message.tool_call_id),
                 _text(message.content, message.id),
                 is_error=message.error is not None,
             )

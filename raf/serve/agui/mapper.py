@@ -5,6 +5,9 @@ Items of the root agent carry no attribution; an item of a nested agent belongs 
 when its workflow node starts (or at its first item, for agents nested without a node) and
 closed when that node ends or the run does. Each workflow node is a step (`STEP_*`), each
 streamed message a `TEXT_MESSAGE_*` or `REASONING_*` bracket, each tool call `TOOL_CALL_*`.
+A call of a frontend tool (the run's client tools) is a tool call like any other, left open
+for the client to run: the request its agent waits on is no interrupt, and the client knows it
+by the call's id.
 Ids of tool calls and messages are minted here, unique across runs, so nested agents that reuse
 a provider's call ids (`call_1` twice) never collide. docs/serving.md has the whole table.
 
@@ -59,6 +62,7 @@ from ag_ui.core import (
 from raf.agent import IAgent
 from raf.errors import AgentError, AgentPath, WorkflowError
 from raf.messages import ChatMessage
+from raf.react.client_calls import client_call_id
 from raf.updates import AgentResponse, AgentUpdate, RequestInfoUpdate, Usage
 
 __all__ = ["USAGE_EVENT", "AguiMapper"]
@@ -127,6 +131,8 @@ class AguiMapper:
         self._steps: dict[tuple[str | None, str], list[str]] = {}
         self._calls: dict[tuple[AgentPath, str], _Call] = {}
         self._requests: dict[str, tuple[AgentPath, str | None]] = {}
+        self._tool_calls: dict[str, str | None] = {}
+        """Requests that are frontend tool calls: their calls' ids, when streamed in this run."""
         self._agents: dict[AgentPath, IAgent | None] = {self._root: agent}
         self._completed: list[ChatMessage] = []
         self.usage = Usage()
@@ -151,9 +157,10 @@ class AguiMapper:
         events.extend(self._close_steps())
         events.extend(self._unstreamed(response.messages))
         outcome = None
-        if waiting and response.pending:
+        asked = [r for r in response.pending if client_call_id(r.payload) is None]
+        if waiting and asked:
             outcome = RunFinishedInterruptOutcome(
-                interrupts=[self._interrupt(request) for request in response.pending]
+                interrupts=[self._interrupt(request) for request in asked]
             )
         events.append(
             RunFinishedEvent(
@@ -281,7 +288,16 @@ class AguiMapper:
             case "request_info":
                 opened: list[BaseEvent] = []
                 self._requests[update.request_id] = (path, self._owner(path, opened))
+                call_id = client_call_id(update.payload)
+                if call_id is not None:
+                    call = self._calls.get((path, call_id))
+                    self._tool_calls[update.request_id] = call.wire_id if call else None
                 return opened
+
+    def client_id(self, request_id: str) -> str:
+        """The id the client knows the request `request_id` by: the tool call's, for a call
+        of a frontend tool streamed in this run; else the interrupt's."""
+        return self._tool_calls.get(request_id) or self._interrupt_id(request_id)
 
     # -- text and reasoning --------------------------------------------------------------------
 
@@ -484,7 +500,9 @@ class AguiMapper:
             outcome = None
             if suspended:
                 asked = [
-                    self._interrupt_id(rid) for rid, (p, _) in self._requests.items() if p == path
+                    self._interrupt_id(rid)
+                    for rid, (p, _) in self._requests.items()
+                    if p == path and rid not in self._tool_calls
                 ]
                 outcome = SubagentFinishedSuspendedOutcome(interrupt_ids=asked or None)
             events.append(SubagentFinishedEvent(subagent_run_id=run_id, outcome=outcome))

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from ag_ui.core import BaseEvent, RunAgentInput
+from ag_ui.core import BaseEvent, RunAgentInput, StateSnapshotEvent
 from ag_ui.encoder import EventEncoder
 
-from raf.agent import IAgent
+from raf.agent import IAgent, RunOptions
 from raf.engine import WorkflowAgent, run_from
 from raf.errors import SessionBusy, UnknownRequest
 from raf.serve.agui.inputs import input_ids, new_input
@@ -142,7 +142,7 @@ async def _run_on(
     mapper = holder.mapper
     if resumed is None:
         try:
-            taken = new_input(run_input, thread.seen, thread.asked, thread.context)
+            taken = new_input(run_input, thread.seen, thread.asked, thread.context, thread.shared)
         except ValueError as exc:
             await emit(mapper.failed(exc))
             return
@@ -156,12 +156,13 @@ async def _run_on(
                 )
             )
             return
-        run = agent.run(taken.messages, thread.session)
-        context = taken.context
+        options = RunOptions(client_tools=taken.tools) if taken.tools else None
+        run = agent.run(taken.messages, thread.session, options)
+        context, shared = taken.context, taken.state
     else:
         Threads.carry(thread, resumed.thread)
         run = run_from(resumed.agent, resumed.checkpoint_id, thread.session)
-        context = thread.context
+        context, shared = thread.context, thread.shared
     thread.runs += 1
     turn = thread.runs
     asked = dict(thread.asked)
@@ -181,6 +182,8 @@ async def _run_on(
         said=thread.said,
     )
     holder.mapper = mapper
+    if shared is not None:
+        await emit([StateSnapshotEvent(snapshot=shared)])
     answered = False
     try:
         async with run as updates:
@@ -192,9 +195,10 @@ async def _run_on(
             waiting = response.status == "waiting"
             pending = {r.request_id for r in response.pending}
             events = mapper.finished(response)
-            thread.asked = {r: interrupt_id(r) for r in sorted(pending)}
+            thread.asked = {r: mapper.client_id(r) for r in sorted(pending)}
             thread.said = [m.model_dump_json() for m in response.messages] if waiting else []
             thread.context = context
+            thread.shared = shared
             await emit(events)
     except Exception as exc:
         if not isinstance(exc, UnknownRequest):  # a client's mistake is not the server's
