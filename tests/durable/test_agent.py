@@ -61,7 +61,17 @@ async def test_a_durable_run_streams_what_the_local_run_streams(dbos_sqlite: str
     assert "".join(tokens) == "The sums are 5 and 2." and len(tokens) > 1
 
 
-async def test_each_model_and_tool_call_is_a_step_named_by_place_and_index(
+async def recorded(run_id: str) -> dict[str, list[str]]:
+    """The raf steps of the run and of its node steps, by workflow id."""
+    workflows = await DBOS.list_workflows_async(workflow_id_prefix=run_id, load_input=False)
+    found: dict[str, list[str]] = {}
+    for workflow in workflows:
+        steps = await DBOS.list_workflow_steps_async(workflow.workflow_id)
+        found[workflow.workflow_id] = [s["function_name"] for s in steps]
+    return found
+
+
+async def test_each_node_is_a_node_step_and_each_call_a_step_named_by_place_and_index(
     dbos_sqlite: str,
 ) -> None:
     durable = DurableAgent(team())
@@ -69,17 +79,18 @@ async def test_each_model_and_tool_call_is_a_step_named_by_place_and_index(
     session = Session(id="s1")
     response = await durable.run("sums?", session)
     assert response.text == "The sums are 5 and 2."
-    steps = await DBOS.list_workflow_steps_async("team:s1:0")
-    names = [s["function_name"] for s in steps if s["function_name"].startswith("raf.")]
-    assert names == [
+    steps = await recorded("team:s1:0")
+    assert [s for s in steps["team:s1:0"] if s.startswith("raf.")] == ["raf.node:team"] * 2
+    assert steps["team:s1:0/team/calc@0#0"] == [
         "raf.model:team/calc#0",
         "raf.tool:team/calc#1:add.started",
         "raf.tool:team/calc#1:add",
         "raf.tool:team/calc#2:add.started",
         "raf.tool:team/calc#2:add",
         "raf.model:team/calc#3",
-        "raf.model:team/writer#0",
+        "DBOS.send",  # the result, to the run
     ]
+    assert steps["team:s1:0/team/writer@1#0"] == ["raf.model:team/writer#0", "DBOS.send"]
 
 
 def approval() -> Any:
