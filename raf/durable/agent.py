@@ -362,14 +362,22 @@ async def answer(run_id: str, messages: MessagesInput) -> None:
 
 async def resume(run_id: str) -> None:
     """Have a live worker go on with durable run `run_id`, whose worker died: the run and
-    each of its node steps that was running there (DBOS `resume_workflow`, which queues them
-    for any worker). Call it from any process with DBOS launched.
+    each of its node steps that was running on that worker (DBOS `resume_workflow`, which
+    queues them for any worker; node steps running on live workers go on there). Call it
+    from any process with DBOS launched.
 
     Example:
         >>> await resume("team:chat-1:0")  # doctest: +SKIP
     """
+    status = await DBOS.get_workflow_status_async(run_id)
+    if status is None:
+        raise DurableRunError(f"no durable run {run_id!r} in this system database", path=())
     running = await DBOS.list_workflows_async(
-        workflow_id_prefix=f"{run_id}/", status="PENDING", load_input=False, load_output=False
+        workflow_id_prefix=f"{run_id}/",
+        status="PENDING",
+        executor_id=status.executor_id,
+        load_input=False,
+        load_output=False,
     )
     for step in running:
         await DBOS.resume_workflow_async(step.workflow_id)
