@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -40,6 +41,7 @@ from raf.durable.envelopes import (
     UpdateEnvelope,
     envelope_adapter,
 )
+from raf.durable.manage import cancel_run, resume_run
 from raf.durable.nodes import NodeResult, NodeSpec, error_of, run_node_step, workflow_at
 from raf.engine.runner import Runner
 from raf.errors import AgentError, DurableRunError
@@ -211,7 +213,7 @@ class DurableAgent:
             send.close()
             if not ended:
                 with anyio.CancelScope(shield=True):
-                    await DBOS.cancel_workflow_async(run_id)
+                    await _outside(partial(cancel_run, DBOS, run_id))
                 session.pop(self._key())
 
     def _ended(
@@ -364,24 +366,18 @@ async def resume(run_id: str) -> None:
     """Have a live worker go on with durable run `run_id`, whose worker died: the run and
     each of its node steps that was running on that worker (DBOS `resume_workflow`, which
     queues them for any worker; node steps running on live workers go on there). Call it
-    from any process with DBOS launched.
+    from any process with DBOS launched, outside a workflow.
 
     Example:
         >>> await resume("team:chat-1:0")  # doctest: +SKIP
     """
-    status = await DBOS.get_workflow_status_async(run_id)
-    if status is None:
-        raise DurableRunError(f"no durable run {run_id!r} in this system database", path=())
-    running = await DBOS.list_workflows_async(
-        workflow_id_prefix=f"{run_id}/",
-        status="PENDING",
-        executor_id=status.executor_id,
-        load_input=False,
-        load_output=False,
-    )
-    for step in running:
-        await DBOS.resume_workflow_async(step.workflow_id)
-    await DBOS.resume_workflow_async(run_id)
+    await _outside(partial(resume_run, DBOS, run_id))
+
+
+async def _outside(call: Callable[[], None]) -> None:
+    """Make DBOS calls outside any workflow's DBOS context (an empty one, on a worker
+    thread), so none of them is recorded as a step of the workflow this task runs."""
+    await anyio.to_thread.run_sync(contextvars.Context().run, call)
 
 
 def failure(item: FailedEnvelope, run_id: str) -> AgentError:

@@ -8,13 +8,20 @@ from typing import Any
 import pytest
 from dbos import DBOS
 
-from raf import ChatMessage, FunctionAgent, ReactAgent, SequentialBuilder, Session
+from raf import (
+    ChatMessage,
+    ConcurrentBuilder,
+    FunctionAgent,
+    ReactAgent,
+    SequentialBuilder,
+    Session,
+)
 from raf.durable import DurableAgent, answer
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.errors import DurableRunError
 from raf.testing import ScriptedProvider, text, tool_calls
 from raf.tools import tool
-from raf.updates import AgentUpdate
+from raf.updates import AgentUpdate, MessageCompleted
 
 pytestmark = pytest.mark.anyio
 
@@ -180,3 +187,38 @@ def test_only_raf_agents_can_be_durable() -> None:
 
     with pytest.raises(TypeError, match="runs raf agents"):
         DurableAgent(Foreign())  # type: ignore[arg-type]
+
+
+def nested() -> Any:
+    """`outer`: a ReAct agent, then the workflow agent `inner` (two agents fanned out)."""
+    first = ReactAgent("first", ScriptedProvider([text("one")]), "Go.")
+    left = ReactAgent("left", ScriptedProvider([text("left says hi")]), "Go.")
+    right = ReactAgent("right", ScriptedProvider([text("right says hi")]), "Go.")
+    inner = ConcurrentBuilder(id="inner").add_agent(left).add_agent(right).build().as_agent()
+    return SequentialBuilder(id="outer").add_agent(first).add_agent(inner).build().as_agent()
+
+
+async def test_nested_workflows_are_child_workflows_named_from_the_parent_and_the_path(
+    dbos_sqlite: str,
+) -> None:
+    local = await nested().run("hi")
+    durable = DurableAgent(nested(), poll_seconds=0.01)
+    DBOS.launch()
+    run = durable.run("hi", Session(id="n"))
+    async with run as stream:
+        items = [u async for u in stream]
+    assert run.response is not None and run.response.text == local.text
+    said = [u.message.text for u in items if isinstance(u, MessageCompleted)]
+    assert said == ["one", "left says hi", "right says hi"]  # branches in node order
+    steps = await recorded("outer:n:0")
+    inner = "outer:n:0/outer/inner@1#0"  # the node step running the nested workflow agent
+    children = sorted(k.removeprefix(inner + "/") for k in steps if k.startswith(inner + "/"))
+    assert children == [
+        "outer/inner/aggregator@2#0",
+        "outer/inner/dispatcher@0#0",
+        "outer/inner/left@1#0",
+        "outer/inner/right@1#0",
+    ]
+    assert steps[f"{inner}/outer/inner/left@1#0"][0] == "raf.model:outer/inner/left#0"
+    statuses = await DBOS.list_workflows_async(workflow_id_prefix=inner + "/")
+    assert {w.parent_workflow_id for w in statuses} == {inner}
