@@ -1,13 +1,19 @@
-"""Durable runs (`raf.durable`): what a step costs against the local mode, what a token
-would cost on the DBOS stream, and how long a run waits after its worker dies.
+"""Durable runs (`raf.durable`): what a step costs against the local mode, what a node step
+costs, what a token would cost on the DBOS stream, and how long a run waits after its worker
+dies.
 
-A ReAct agent on the scripted model makes `--rounds` rounds of one model call and one tool
-call, run locally and then as a DBOS workflow (each call a recorded step, each completed item
-on the run's DBOS stream); the difference divided by the steps is the overhead per step.
-Tokens: the time of one `DBOS.write_stream` (what putting every token on the durable stream
-would cost). Takeover: a worker process is SIGKILLed between steps and a standing worker is
-told to resume the run (`DBOS.resume_workflow`); the time from the resume to the run's end
-(its remaining calls take a few milliseconds) is how long the run waited for another worker.
+Calls: a ReAct agent on the scripted model makes `--rounds` rounds of one model call and one
+tool call, run locally and then as a DBOS workflow (each call a recorded step, each completed
+item on the run's DBOS stream); the difference divided by the steps is the overhead per step.
+Node steps: a sequential workflow of `--nodes` agents of one model call each, locally and
+durably (each node a node step: a child workflow, its call a step in it, its result sent to
+the run); the difference divided by the nodes is the overhead per node step, its model call
+included. Tokens: the time of one `DBOS.write_stream` (what putting every token on the
+durable stream would cost). Takeover: a worker process is SIGKILLed between steps and a
+standing worker is told to resume the run and its node step that was running
+(`raf.durable.manage.resume_run`, DBOS `resume_workflow`); the time from the resume to the
+run asking its human (its remaining calls take a few milliseconds) is how long the run
+waited for another worker.
 
     python -m bench.durable                     # SQLite
     python -m bench.durable --db postgres       # PostgreSQL (RAF_BENCH_POSTGRES_DSN)
@@ -31,7 +37,8 @@ from typing import Any
 
 from dbos import DBOS
 
-from raf import ReactAgent, Session
+from raf import ReactAgent, SequentialBuilder, Session
+from raf.agent import IAgent
 from raf.durable import DurableAgent
 from raf.testing import ScriptedProvider, text, tool_calls
 from raf.tools import tool
@@ -52,6 +59,23 @@ def agent(rounds: int) -> ReactAgent[None]:
     )
 
 
+def chain(nodes: int) -> IAgent:
+    """A sequential workflow of `nodes` agents, one model call each."""
+    builder = SequentialBuilder(id="chain")
+    for i in range(nodes):
+        builder.add_agent(ReactAgent(f"n{i}", ScriptedProvider([text(f"{i}")] * 1000), "Go."))
+    return builder.build().as_agent()
+
+
+async def _timed(agent: IAgent, runs: int) -> float:
+    """Seconds per run of `agent`, after one run to warm up."""
+    await agent.run("go", Session())
+    start = time.perf_counter()
+    for _ in range(runs):
+        await agent.run("go", Session())
+    return (time.perf_counter() - start) / runs
+
+
 def database(kind: str, tmp: Path) -> tuple[str, str | None]:
     """The system database URL, and the PostgreSQL database to drop afterwards."""
     if kind == "sqlite":
@@ -61,21 +85,15 @@ def database(kind: str, tmp: Path) -> tuple[str, str | None]:
     return f"{base}/{name}", name
 
 
-async def steps(db: str, rounds: int, runs: int) -> dict[str, float]:
-    local = agent(rounds)
-    await local.run("go")  # warm
-    start = time.perf_counter()
-    for _ in range(runs):
-        await local.run("go", Session())
-    local_s = (time.perf_counter() - start) / runs
+async def steps(db: str, rounds: int, nodes: int, runs: int) -> dict[str, float]:
+    local_s = await _timed(agent(rounds), runs)
+    local_chain_s = await _timed(chain(nodes), runs)
     DBOS(config={"name": "raf-bench", "system_database_url": db})
     durable = DurableAgent(agent(rounds))
+    durable_chain = DurableAgent(chain(nodes))
     DBOS.launch()
-    await durable.run("go", Session())  # warm
-    start = time.perf_counter()
-    for _ in range(runs):
-        await durable.run("go", Session())
-    durable_s = (time.perf_counter() - start) / runs
+    durable_s = await _timed(durable, runs)
+    durable_chain_s = await _timed(durable_chain, runs)
 
     @DBOS.workflow(name="raf.bench.tokens")
     async def tokens(n: int) -> None:
@@ -93,6 +111,9 @@ async def steps(db: str, rounds: int, runs: int) -> dict[str, float]:
         "durable_run_ms": durable_s * 1e3,
         "steps_per_run": count,
         "overhead_per_step_ms": (durable_s - local_s) / count * 1e3,
+        "local_chain_run_ms": local_chain_s * 1e3,
+        "durable_chain_run_ms": durable_chain_s * 1e3,
+        "overhead_per_node_step_ms": (durable_chain_s - local_chain_s) / nodes * 1e3,
         "stream_write_ms": token_s * 1e3,
     }
 
@@ -102,6 +123,7 @@ async def takeover(db: str, tmp: Path) -> float:
     there, asks its human (its remaining calls before that take a few milliseconds)."""
     from dbos import DBOSClient
 
+    from raf.durable.manage import resume_run
     from raf.testing import ScriptedOpenAIServer
     from tests.durable.test_recovery import RUN_ID, script
 
@@ -136,7 +158,8 @@ async def takeover(db: str, tmp: Path) -> float:
         assert json.loads(await standing.stdout.readline()) == {"ready": True}
         client = DBOSClient(system_database_url=db)
         start = time.perf_counter()
-        await client.resume_workflow_async(RUN_ID)
+        # The run and its node step that was running on the dead worker.
+        await asyncio.to_thread(resume_run, client, RUN_ID)
         line = await standing.stdout.readline()  # the run went on there: it asks its human
         elapsed = time.perf_counter() - start
         assert "asked" in json.loads(line), line
@@ -151,13 +174,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--nodes", type=int, default=10)
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
     results: dict[str, Any] = {"db": args.db}
     with tempfile.TemporaryDirectory() as tmp:
         db, name = database(args.db, Path(tmp))
         # One event loop each: DBOS takes over the loop's default executor and shuts it down.
-        results.update(asyncio.run(steps(db, args.rounds, args.runs)))
+        results.update(asyncio.run(steps(db, args.rounds, args.nodes, args.runs)))
         db2, name2 = (
             database(args.db, Path(tmp) / "takeover")
             if args.db != "sqlite"

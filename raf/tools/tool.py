@@ -69,7 +69,7 @@ class Tool:
         max_output_chars: results longer than this are truncated with a note.
         idempotent: whether running a call twice has the effect of running it once; a
             durable run recovering a call of it that started and has no recorded end runs
-            it again, where any other tool's call goes to a human (see docs/durable.md).
+            it again, where any other tool's call goes to a human (see docs/scale-out.md).
     """
 
     __slots__ = ("_is_async", "_spec", "definition", "fn", "idempotent", "max_output_chars")
