@@ -4,8 +4,9 @@ Two worker processes on PostgreSQL, one node step at a time each; both branches 
 barrier in the test until the other arrived, so they run on two workers at once (which
 worker ran which branch is in the effects file). Then the worker that started the run is
 SIGKILLed inside its branch, after the barrier: the other worker resumes the run and the
-dead worker's branch. The scripted model server counts requests: no completed call is made
-again, and completed node steps (the code of `plan`) do not run again.
+dead worker's branch. The scripted model server counts requests: against the same run done
+locally, no completed call is made again, completed node steps (the code of `plan`) do not
+run again, and the response and session are the same.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import pytest
 from anyio.abc import Process, SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.text import TextReceiveStream
 
+from raf import Session
 from raf.messages import ChatMessage
+from raf.providers.openai import OpenAIProvider, create_client
 from raf.testing import ScriptedOpenAIServer, text, tool_calls
 from raf.testing.script import Turn
-from tests.durable.fanout_worker import BRANCHES, prompt
+from tests.durable.fanout_worker import BRANCHES, graph, prompt
 from tests.durable.test_recovery import postgres_db as postgres_db  # the fixture
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
@@ -105,56 +108,56 @@ def requests_of(server: ScriptedOpenAIServer) -> list[str]:
     return sorted(re.sub(r'"call_id": "[^"]*"', "", text) for text in found)
 
 
-async def fan_out(
-    run_id: str, db: str, tmp: Path, *, die: bool
-) -> tuple[dict[str, Any], list[str], str]:
-    """Run `run_id` over two workers: its result, the model requests, the effects."""
+async def uninterrupted(server: ScriptedOpenAIServer, tmp: Path) -> tuple[Any, Any, list[str]]:
+    """The run done locally in this process (its branches meet here): response, session state
+    and model requests."""
     barrier = Barrier()
-    async with ScriptedOpenAIServer(script) as server, anyio.create_task_group() as tg:
+    async with anyio.create_task_group() as tg:
         port = await listen(tg, barrier)
-        standing = await spawn(run_id, db, server.base_url, "b", "stand", port, tmp)
-        assert await standing.line() == {"ready": True}
-        starter = await spawn(
-            run_id,
-            db,
-            server.base_url,
-            "a",
-            "start",
-            port,
-            tmp,
-            *(["--die-in-meet"] if die else []),
-        )
-        if die:
-            assert await starter.process.wait() == -signal.SIGKILL
-            await standing.tell("resume")
-            result = (await standing.line())["result"]
-        else:
-            assert await starter.line() == {"turn": "completed"}
-            result = (await starter.line())["result"]
-            await starter.process.wait()
-            await standing.tell("stop")
-        assert await standing.process.wait() == 0
-        tg.cancel_scope.cancel()
-    return result, requests_of(server), (tmp / "effects.txt").read_text()
+        client = create_client(server.base_url, "test-key")
+        agent = graph(OpenAIProvider(client, "scripted"), tmp / "local.txt", "local", port, False)
+        session = Session(id="killed")
+        response = await agent.run("Report, both of you.", session)
+        await client.close()
+        tg.cancel_scope.cancel()  # the barrier's listener
+        state = json.loads(session.to_json())["state"]
+        # `paths` is what `run()` adds from the stream it read, not the workflow's response.
+        return response.model_dump(mode="json", exclude={"paths"}), state, requests_of(server)
+    raise AssertionError("the barrier's listener ended before the local run")
 
 
 async def test_branches_run_on_two_workers_and_a_dead_workers_branch_goes_on_elsewhere(
     tmp_path: Path, postgres_db: str
 ) -> None:
-    (tmp_path / "base").mkdir()
-    db = postgres_db
-    base, base_requests, effects = await fan_out("team:base:0", db, tmp_path / "base", die=False)
-    response = base["response"]
-    assert response["status"] == "completed"
-    assert response["messages"][-1]["contents"][0]["text"] == "north reporting | south reporting"
-    met = {line.split(":")[1]: line.split(":")[2] for line in effects.split() if "meet" in line}
-    assert sorted(met) == ["north", "south"] and sorted(met.values()) == ["a", "b"]
-    assert len(base_requests) == 4  # per branch: the call of `meet`, then the report
-
-    result, requests, effects = await fan_out("team:killed:0", db, tmp_path, die=True)
-    assert result["response"] == response
-    assert requests == base_requests  # no completed model call was made again
-    lines = effects.split()
+    barrier = Barrier()
+    async with ScriptedOpenAIServer(script) as server, anyio.create_task_group() as tg:
+        response, state, local_requests = await uninterrupted(server, tmp_path)
+        assert (
+            response["messages"][-1]["contents"][0]["text"] == "north reporting | south reporting"
+        )
+        assert len(local_requests) == 4  # per branch: the call of `meet`, then the report
+        server.requests.clear()
+        port = await listen(tg, barrier)
+        run_id = "team:killed:0"
+        standing = await spawn(run_id, postgres_db, server.base_url, "b", "stand", port, tmp_path)
+        assert await standing.line() == {"ready": True}
+        starter = await spawn(
+            run_id, postgres_db, server.base_url, "a", "start", port, tmp_path, "--die-in-meet"
+        )
+        assert await starter.process.wait() == -signal.SIGKILL
+        lines = (tmp_path / "effects.txt").read_text().split()
+        # Each worker took one branch (one node step at a time each), both at once.
+        met = {line.split(":")[1]: line.split(":")[2] for line in lines if "meet" in line}
+        assert sorted(met) == ["north", "south"] and sorted(met.values()) == ["a", "b"]
+        await standing.tell("resume")
+        result = (await standing.line())["result"]
+        assert await standing.process.wait() == 0
+        tg.cancel_scope.cancel()  # the barrier's listener
+        assert {k: v for k, v in result["response"].items() if k != "paths"} == response
+        kept = json.loads(result["session"])["state"]
+        assert {k: v for k, v in kept.items() if "#durable" not in k} == state
+        assert requests_of(server) == local_requests  # no completed model call was made again
+    lines = (tmp_path / "effects.txt").read_text().split()
     assert lines.count("plan") == 1 and lines.count("merge") == 1  # completed node steps skipped
     died = next(line.split(":")[1] for line in lines if line.endswith(":a"))
     assert f"meet:{died}:b" in lines  # the dead worker's branch went on in the other
