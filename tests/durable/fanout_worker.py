@@ -12,7 +12,8 @@ worker SIGKILLs itself. `plan` and `merge` write `plan` and `merge` there too.
 
 MODE `start` starts run RUN_ID and prints its result; `stand` launches, prints
 `{"ready": true}`, then obeys one line on stdin: `resume` (take over RUN_ID, whose worker
-died: `raf.durable.resume`) and follow it to its result, or `stop`.
+died: `raf.durable.resume`) and follow its DBOS stream to its end (printing the completed
+messages it holds as `{"said": [[path, text], ...]}`, then its result), or `stop`.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from dbos import DBOS
 
 from raf import ChatMessage, ReactAgent, Session
 from raf.durable import DurableAgent, resume
-from raf.durable.envelopes import STREAM, TurnEnvelope, envelope_adapter
+from raf.durable.envelopes import STREAM, TurnEnvelope, UpdateEnvelope, envelope_adapter
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.providers.base import LlmProvider
 from raf.tools import tool
+from raf.updates import MessageCompleted
 
 BRANCHES = ("north", "south")
 
@@ -118,10 +120,14 @@ async def main() -> None:
             DBOS.destroy()
             return
         await resume(args.run_id)
+        said: list[tuple[str, str]] = []  # the completed messages the run's stream holds
         async for text in DBOS.read_stream_async(args.run_id, STREAM, polling_interval_sec=0.01):
             item = envelope_adapter.validate_json(str(text))
+            if isinstance(item, UpdateEnvelope) and isinstance(item.update, MessageCompleted):
+                said.append(("/".join(item.update.path), item.update.message.text))
             if isinstance(item, TurnEnvelope) and item.response.status == "completed":
                 break
+        print(json.dumps({"said": said}), flush=True)
     handle = await DBOS.retrieve_workflow_async(args.run_id)
     result = json.loads(await handle.get_result())
     print(json.dumps({"result": result}), flush=True)

@@ -17,6 +17,7 @@ from raf import (
     Session,
 )
 from raf.durable import DurableAgent, answer
+from raf.durable.nodes import NodeResult
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.errors import DurableRunError
 from raf.testing import ScriptedProvider, text, tool_calls
@@ -209,7 +210,11 @@ async def test_nested_workflows_are_child_workflows_named_from_the_parent_and_th
         items = [u async for u in stream]
     assert run.response is not None and run.response.text == local.text
     said = [u.message.text for u in items if isinstance(u, MessageCompleted)]
-    assert said == ["one", "left says hi", "right says hi"]  # branches in node order
+    assert sorted(said) == ["left says hi", "one", "right says hi"]  # live: as they came
+    async with durable.attach("outer:n:0") as stream:
+        recorded_items = [u async for u in stream]
+    said = [u.message.text for u in recorded_items if isinstance(u, MessageCompleted)]
+    assert said == ["one", "left says hi", "right says hi"]  # recorded: in node order
     steps = await recorded("outer:n:0")
     inner = "outer:n:0/outer/inner@1#0"  # the node step running the nested workflow agent
     children = sorted(k.removeprefix(inner + "/") for k in steps if k.startswith(inner + "/"))
@@ -222,3 +227,56 @@ async def test_nested_workflows_are_child_workflows_named_from_the_parent_and_th
     assert steps[f"{inner}/outer/inner/left@1#0"][0] == "raf.model:outer/inner/left#0"
     statuses = await DBOS.list_workflows_async(workflow_id_prefix=inner + "/")
     assert {w.parent_workflow_id for w in statuses} == {inner}
+
+
+async def test_a_node_that_fails_in_its_node_step_fails_the_run_naming_it(
+    dbos_sqlite: str,
+) -> None:
+    async def explode(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        raise ValueError("no way")
+
+    agent = (
+        WorkflowBuilder("boom")
+        .add_edge(FunctionAgent("first", lambda m: "ok"), FunctionExecutor("explode", explode))
+        .set_start("first")
+        .build()
+        .as_agent()
+    )
+    durable = DurableAgent(agent)
+    DBOS.launch()
+    with pytest.raises(DurableRunError, match=r"'boom:e:0' failed with .*ValueError: no way"):
+        await durable.run("go", Session(id="e"))
+    step = await DBOS.retrieve_workflow_async("boom:e:0/boom/explode@1#0")
+    failed = NodeResult.model_validate_json(await step.get_result()).failed
+    assert failed is not None and (failed.error, failed.path) == ("ValueError", ("boom",))
+
+
+async def test_a_workflow_agent_a_node_does_not_declare_runs_inside_that_node_step(
+    dbos_sqlite: str,
+) -> None:
+    """No worker finds `team` by path (`delegate` declares no agent): its nodes run one after
+    another inside the node step of `delegate`, their calls steps of it."""
+    inner = team()
+
+    async def delegate(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.yield_output(await ctx.invoke_agent(inner, conversation))
+
+    agent = (
+        WorkflowBuilder("outer")
+        .add_executor(FunctionExecutor("delegate", delegate))
+        .set_start("delegate")
+        .build()
+        .as_agent()
+    )
+    durable = DurableAgent(agent)
+    DBOS.launch()
+    response = await durable.run("sums?", Session(id="d"))
+    assert response.text == "The sums are 5 and 2."
+    steps = await recorded("outer:d:0")
+    assert sorted(steps) == ["outer:d:0", "outer:d:0/outer/delegate@0#0"]
+    calls = [s for s in steps["outer:d:0/outer/delegate@0#0"] if s.startswith("raf.model")]
+    assert calls == [
+        "raf.model:outer/delegate@0#0/team/calc#0",
+        "raf.model:outer/delegate@0#0/team/calc#3",
+        "raf.model:outer/delegate@0#0/team/writer#0",
+    ]

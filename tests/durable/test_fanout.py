@@ -150,7 +150,11 @@ async def test_branches_run_on_two_workers_and_a_dead_workers_branch_goes_on_els
         met = {line.split(":")[1]: line.split(":")[2] for line in lines if "meet" in line}
         assert sorted(met) == ["north", "south"] and sorted(met.values()) == ["a", "b"]
         await standing.tell("resume")
+        said = (await standing.line())["said"]
         result = (await standing.line())["result"]
+        # Both branches' messages reached the run's stream, the dead worker's branch's too.
+        assert ["team/north", "north reporting"] in said
+        assert ["team/south", "south reporting"] in said
         assert await standing.process.wait() == 0
         tg.cancel_scope.cancel()  # the barrier's listener
         assert {k: v for k, v in result["response"].items() if k != "paths"} == response
