@@ -37,7 +37,7 @@ from raf.durable.envelopes import (
     is_token,
 )
 from raf.durable.in_doubt import answer_text, decision_of, in_doubt_request
-from raf.durable.nodes import NodeResult, NodeSpec, apply_result, spec_of
+from raf.durable.nodes import NodeResult, NodeSpec, apply_result, error_of, spec_of
 from raf.durable.seam import ModelCall, ToolCall
 from raf.errors import AgentError, ToolError
 from raf.messages import ChatMessage, ToolCallContent, message_list_adapter
@@ -314,9 +314,7 @@ class DbosSteps:
 
     async def fail(self, error: AgentError) -> None:
         """Record that the run failed with `error`."""
-        envelope = FailedEnvelope(
-            error=type(error).__name__, message=error.message, path=error.path
-        )
+        envelope = error_of(error, error.path)
         await self._live(envelope)
         await DBOS.write_stream_async(STREAM, envelope.model_dump_json())
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from raf.agent import IAgent, RunOptions
 from raf.budget import BudgetTracker
+from raf.durable.envelopes import FailedEnvelope
 from raf.engine.checkpointing import decode_state, encode_state
 from raf.engine.codec import decode, encode
 from raf.engine.context import NodeWork
@@ -39,7 +40,15 @@ from raf.run import Emit, RunContext, Turn
 from raf.session import Session
 from raf.updates import AgentPath, AgentUpdate
 
-__all__ = ["NodeResult", "NodeSpec", "apply_result", "run_node_step", "spec_of", "workflow_at"]
+__all__ = [
+    "NodeResult",
+    "NodeSpec",
+    "apply_result",
+    "error_of",
+    "run_node_step",
+    "spec_of",
+    "workflow_at",
+]
 
 
 class NodeSpec(BaseModel):
@@ -73,18 +82,6 @@ class NodeSpec(BaseModel):
     """The run's options (JSON)."""
 
 
-class NodeError(BaseModel):
-    """A node step that failed."""
-
-    model_config = ConfigDict(frozen=True)
-    error: str
-    """The exception's class name."""
-    message: str
-    """Its message."""
-    path: tuple[str, ...] = ()
-    """Where it happened."""
-
-
 class NodeResult(BaseModel):
     """What a node step leaves: the node's work, the session's changes, what it streamed."""
 
@@ -111,7 +108,7 @@ class NodeResult(BaseModel):
     """What it streamed, tokens left out."""
     delivered: bool = False
     """Whether `items` already reached the run's reader (in the worker that ran the step)."""
-    failed: NodeError | None = None
+    failed: FailedEnvelope | None = None
     """Set when the node failed."""
 
 
@@ -212,7 +209,7 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
         spec.ordinal,
         carried.suspended.get(node),
     )
-    failed: NodeError | None = None
+    failed: FailedEnvelope | None = None
     if runner.failure is not None:
         failed = error_of(runner.failure[1], path)
     after = session.snapshot()
@@ -241,11 +238,12 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
     )
 
 
-def error_of(error: BaseException, path: AgentPath) -> NodeError:
-    """How a node step reports `error`."""
+def error_of(error: BaseException, path: AgentPath) -> FailedEnvelope:
+    """How a failure with `error` is recorded (an `AgentError` with its own path, any other
+    exception at `path`)."""
     if isinstance(error, AgentError):
-        return NodeError(error=type(error).__name__, message=error.message, path=error.path)
-    return NodeError(error=type(error).__name__, message=str(error), path=path)
+        return FailedEnvelope(error=type(error).__name__, message=error.message, path=error.path)
+    return FailedEnvelope(error=type(error).__name__, message=str(error), path=path)
 
 
 def apply_result(runner: Runner, job: Job, result: NodeResult) -> NodeWork:
