@@ -169,7 +169,11 @@ def durable_serving(
         from raf.durable import DurableAgent
     except ImportError:
         raise SystemExit("--dbos needs the dbos extra: pip install 'raf[dbos]'") from None
-    DBOS(config={"name": "raf", "system_database_url": dsn})
+    config: Any = {"name": "raf", "system_database_url": dsn}
+    if dsn.startswith("sqlite"):
+        # Node steps report to their run through a table SQLite polls (1 s by default).
+        config["notification_listener_polling_interval_sec"] = 0.05
+    DBOS(config=config)
     durable = DurableAgent(agent)
 
     async def run() -> None:
