@@ -125,6 +125,7 @@ async def main() -> None:
     else:
         if os.environ.get("RAF_WORKER_READY"):  # standing by: someone else resumes the run
             print(json.dumps({"ready": True}), flush=True)
+            await asyncio.to_thread(sys.stdin.readline)  # the run exists: follow it
         if args.mode == "resume":
             await resume(args.run_id)
         async for text in DBOS.read_stream_async(args.run_id, STREAM, polling_interval_sec=0.01):
