@@ -280,3 +280,38 @@ async def test_a_workflow_agent_a_node_does_not_declare_runs_inside_that_node_st
         "raf.model:outer/delegate@0#0/team/calc#3",
         "raf.model:outer/delegate@0#0/team/writer#0",
     ]
+
+
+async def test_a_branch_that_asks_a_human_waits_and_its_node_step_runs_again_answered(
+    dbos_sqlite: str,
+) -> None:
+    async def split(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.send(conversation)
+
+    async def ask(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        verdict = await ctx.request_info({"question": "north or south?"})
+        await ctx.send([ChatMessage.assistant(f"go {verdict}")])
+
+    async def merge(reports: list[Any], ctx: NodeContext) -> None:
+        await ctx.yield_output(ChatMessage.assistant(" | ".join(r[-1].text for r in reports)))
+
+    counter = FunctionAgent("count", lambda m: f"{len(m)} messages")
+    agent = (
+        WorkflowBuilder("trip")
+        .add_executor(FunctionExecutor("split", split))
+        .add_fan_out("split", [FunctionExecutor("ask", ask), counter])
+        .add_fan_in(["ask", "count"], FunctionExecutor("merge", merge))
+        .set_start("split")
+        .build()
+        .as_agent()
+    )
+    durable = DurableAgent(agent, poll_seconds=0.01)
+    DBOS.launch()
+    session = Session(id="t")
+    asked = await durable.run("plan a trip", session)
+    assert asked.status == "waiting" and asked.pending[0].payload == {"question": "north or south?"}
+    response = await durable.run("north", session)
+    assert response.text == "go north | 1 messages"
+    steps = await recorded("trip:t:0")
+    assert "trip:t:0/trip/ask@1#0" in steps and "trip:t:0/trip/ask@1#1" in steps  # asked, answered
+    assert "trip:t:0/trip/count@1#1" not in steps  # the completed branch did not run again
