@@ -3,6 +3,7 @@ as the wrapped agent's local run, human requests answered durably, steps named b
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from raf.errors import DurableRunError
 from raf.testing import ScriptedProvider, text, tool_calls
 from raf.tools import tool
 from raf.updates import AgentUpdate, MessageCompleted
+from tests.strategies import Con, Leaf, Seq, build
 
 pytestmark = pytest.mark.anyio
 
@@ -315,3 +317,24 @@ async def test_a_branch_that_asks_a_human_waits_and_its_node_step_runs_again_ans
     steps = await recorded("trip:t:0")
     assert "trip:t:0/trip/ask@1#0" in steps and "trip:t:0/trip/ask@1#1" in steps  # asked, answered
     assert "trip:t:0/trip/count@1#1" not in steps  # the completed branch did not run again
+
+
+async def test_a_tree_of_nested_sequential_and_concurrent_workflows_ends_as_the_local_run(
+    dbos_sqlite: str,
+) -> None:
+    """Node steps three levels deep, branches in one superstep writing the session side by
+    side: the response and the session equal the local run's."""
+    spec = Seq((Leaf(), Con((Leaf(), Seq((Leaf(), Leaf())), Con((Leaf(), Leaf())))), Leaf()))
+    local_session = Session(id="x")
+    local = await build(spec).run("hi", local_session)
+    durable = DurableAgent(build(spec), poll_seconds=0.01)
+    DBOS.launch()
+    session = Session(id="x")
+    response = await durable.run("hi", session)
+    assert [m.text for m in response.messages] == [m.text for m in local.messages]
+    state = json.loads(session.to_json())["state"]
+    assert {k: v for k, v in state.items() if "#durable" not in k} == json.loads(
+        local_session.to_json()
+    )["state"]
+    deepest = "seq0:x:0/seq0/con2@1#0/seq0/con2/con7@1#0/seq0/con2/con7/leaf8@1#0"
+    assert deepest in await recorded("seq0:x:0")
