@@ -269,7 +269,7 @@ class DurableAgent:
         spec = NodeSpec.model_validate_json(text)
         root = spec.root
         steps = DbosSteps(
-            await recorded_steps(me),
+            partial(recorded_steps, me),
             partial(self._live, root),
             root=root,
             nodes=self,
@@ -291,7 +291,7 @@ class DurableAgent:
         """The workflow's body: the run's turns, waiting durably between them."""
         run_id = DBOS.workflow_id
         assert run_id is not None
-        recorded = await recorded_steps(run_id)
+        recorded = partial(recorded_steps, run_id)
         steps = DbosSteps(recorded, partial(self._live, run_id), root=run_id, nodes=self)
         run_session = Session.from_json(session)
         run_options = RunOptions.model_validate_json(options)

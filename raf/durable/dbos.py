@@ -100,8 +100,9 @@ class DbosSteps:
     own, or one of its node steps (`parent` set).
 
     Args:
-        recorded: names of the steps the workflow recorded before this execution (a
-            recovered run's), to tell a tool call in doubt.
+        recorded: reads the names of the steps the workflow recorded (a recovered run's), to
+            tell a tool call in doubt; read once, before the first tool call that is recorded
+            before it runs (so only the steps of completed calls are recorded by then).
         live: where items go in this process, tokens included.
         root: the durable run's id.
         nodes: starts the node steps of the workflows this one runs.
@@ -109,11 +110,20 @@ class DbosSteps:
             (`items`) for the parent rather than written to a stream.
     """
 
-    __slots__ = ("_counts", "_live", "_nodes", "_parent", "_recorded", "_root", "items")
+    __slots__ = (
+        "_counts",
+        "_known",
+        "_live",
+        "_nodes",
+        "_parent",
+        "_recorded",
+        "_root",
+        "items",
+    )
 
     def __init__(
         self,
-        recorded: set[str],
+        recorded: Callable[[], Awaitable[set[str]]],
         live: Live,
         *,
         root: str = "",
@@ -121,6 +131,7 @@ class DbosSteps:
         parent: str | None = None,
     ) -> None:
         self._recorded = recorded
+        self._known: set[str] | None = None
         self._live = live
         self._root = root
         self._nodes = nodes
@@ -159,8 +170,11 @@ class DbosSteps:
             return ToolStep(text=result.text, is_error=result.is_error).model_dump_json()
 
         if not idempotent:
+            known = self._known
+            if known is None:
+                known = self._known = await self._recorded()
             await DBOS.run_step_async({"name": started}, _started)  # replayed when recorded
-            if started in self._recorded and name not in self._recorded:
+            if started in known and name not in known:
                 return await self._in_doubt(ctx, call, name, step)
         record = ToolStep.model_validate_json(await DBOS.run_step_async({"name": name}, step))
         return ToolResult(record.text, record.is_error)
