@@ -14,7 +14,7 @@ import contextvars
 import math
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -53,6 +53,7 @@ from raf.updates import AgentResponse, AgentUpdate
 __all__ = ["DurableAgent", "answer", "resume"]
 
 _Item = AgentUpdate | TurnEnvelope | FailedEnvelope
+_T = TypeVar("_T")
 
 
 class DurableAgent:
@@ -238,7 +239,8 @@ class DurableAgent:
 
     def ships(self, runner: Runner) -> bool:
         """Whether `runner`'s nodes can be node steps: every worker finds its workflow by
-        path in the agent tree (not so for a workflow that code inside a node runs)."""
+        path in the agent tree (not so for a workflow agent that node code invokes without
+        declaring it)."""
         context = runner.agent_context
         return context is not None and workflow_at(self._agent, context.path) is runner.workflow
 
@@ -374,10 +376,11 @@ async def resume(run_id: str) -> None:
     await _outside(partial(resume_run, DBOS, run_id))
 
 
-async def _outside(call: Callable[[], None]) -> None:
+async def _outside(call: Callable[[], _T]) -> _T:
     """Make DBOS calls outside any workflow's DBOS context (an empty one, on a worker
-    thread), so none of them is recorded as a step of the workflow this task runs."""
-    await anyio.to_thread.run_sync(contextvars.Context().run, call)
+    thread), so none of them is recorded as a step of the workflow this task runs (a read
+    recorded as a step would give a recovered run the first execution's answer)."""
+    return await anyio.to_thread.run_sync(contextvars.Context().run, call)
 
 
 def failure(item: FailedEnvelope, run_id: str) -> AgentError:
@@ -390,12 +393,10 @@ def failure(item: FailedEnvelope, run_id: str) -> AgentError:
 async def recorded_steps(run_id: str) -> set[str]:
     """Names of the steps run `run_id` has recorded so far.
 
-    Read outside the workflow's DBOS context (an empty one, on a worker thread): a read made
-    inside would be a recorded step itself, giving a recovered run the first execution's
-    answer.
+    Read outside the workflow's DBOS context: a read made inside would be a recorded step
+    itself, giving a recovered run the first execution's answer.
     """
-    read = partial(DBOS.list_workflow_steps, run_id, load_output=False)
-    steps = await anyio.to_thread.run_sync(contextvars.Context().run, read)
+    steps = await _outside(partial(DBOS.list_workflow_steps, run_id, load_output=False))
     return {step["function_name"] for step in steps}
 
 

@@ -69,7 +69,7 @@ Live = Callable[[AgentUpdate | TurnEnvelope | FailedEnvelope], Awaitable[None]]
 class NodeMessage(BaseModel):
     """What a node step tells the workflow that started it: it is done (with its result),
     or a tool call in it is in doubt (with the request to put to a human; the answer goes
-    to `asker`)."""
+    to the workflow `id`, which may be a node step below it)."""
 
     model_config = ConfigDict(frozen=True)
     kind: Literal["done", "asking"]
@@ -271,8 +271,9 @@ class DbosSteps:
         return works
 
     async def _in_place(self, runner: Runner, jobs: list[Job]) -> list[NodeWork]:
-        """The nodes of a workflow no worker can find by path (run by code in a node): run
-        here, one after another, their calls recorded as this workflow's steps."""
+        """The nodes of a workflow no worker can find by path (a workflow agent that node
+        code invokes without declaring it): run here, one after another, their calls
+        recorded as this workflow's steps."""
         works: list[NodeWork] = []
         for job in jobs:
             works.append(await runner.run_node(*job))

@@ -4,9 +4,9 @@ A run is local unless its `Turn` carries a `Durability` (`Turn.durable`); then e
 call and tool call goes through it as a *step* with a stable id (the agent's place and the
 call's index there), and each node's work in a workflow's superstep as a *node step* (the
 workflow's place, the node and the superstep), so an engine that records steps can replay a
-recovered run without making a completed call, or running a completed node, again. The local default is no seam at all: one `is None` test per
-call. `raf.durable.dbos` implements it on DBOS; another engine (Temporal) can implement the
-same four calls.
+recovered run without making a completed call, or running a completed node, again. The local
+default is no seam at all: one `is None` test per call and per superstep. `raf.durable.dbos`
+implements it on DBOS; another engine (Temporal) can implement the same four calls.
 
 Example:
     >>> from raf.run import Turn
