@@ -78,9 +78,10 @@ class _AsEvents:
 _YIELD_EVERY = 0.005
 """Seconds of supersteps without a scheduling point before the runner yields to the loop."""
 
-Job = tuple[str, list[Any], int, int, Suspension | None]
-"""One node's work in a superstep: (node id, messages, superstep, first request ordinal, the
-suspension a re-run resumes)."""
+_Job = tuple[str, list[Any], int, int, Suspension | None]
+"""(node id, messages, superstep, first request ordinal, the suspension a re-run resumes)"""
+Job = _Job
+"""One node's work in a superstep, as `Durability.node_steps` gets it (`raf.durable`)."""
 
 
 class Progress(Protocol):
@@ -214,7 +215,9 @@ class Runner:
                 self.start = RunState(
                     index, batch, {}, state.fan_in, [], state.answers, state.outputs, state.entered
                 )
-            jobs: list[Job] = [(node, messages, index, 0, None) for node, messages in batch.items()]
+            jobs: list[_Job] = [
+                (node, messages, index, 0, None) for node, messages in batch.items()
+            ]
             if telemetry is None:
                 status = await self._superstep(index, jobs)
             else:
@@ -262,7 +265,7 @@ class Runner:
         shared = self.turn.answers
         for request_id, value in answers.items():
             shared.setdefault(request_id, value)
-        jobs: list[Job] = [(n, s.messages, s.superstep, s.ordinal, s) for n, s in ready]
+        jobs: list[_Job] = [(n, s.messages, s.superstep, s.ordinal, s) for n, s in ready]
         index = max(s.superstep for _, s in ready)
         step = self._superstep(index, jobs, resumed=True)
         telemetry = self.turn.telemetry
@@ -297,20 +300,20 @@ class Runner:
         )
 
     async def _superstep(
-        self, index: int, jobs: list[Job], *, resumed: bool = False
+        self, index: int, jobs: list[_Job], *, resumed: bool = False
     ) -> RunStatus | None:
         durable = self.turn.durable
         if durable is not None:
             # Each node's work is a recorded step of its own (raf.durable).
             works = await durable.node_steps(self, jobs)
         elif len(jobs) == 1:
-            works = [await self.run_node(*jobs[0])]
+            works = [await self._run_node(*jobs[0])]
         else:
             works = [NodeWork(self, *job) for job in jobs]
             async with anyio.create_task_group() as tg:
                 self._scope = tg.cancel_scope
                 for work, job in zip(works, jobs, strict=True):
-                    tg.start_soon(self.run_node, *job, work)
+                    tg.start_soon(self._run_node, *job, work)
             self._scope = None
         state = self.state
         asked = len(state.requests)
@@ -355,7 +358,7 @@ class Runner:
                 return status
         return "waiting" if state.requests else None
 
-    async def run_node(
+    async def _run_node(
         self,
         node_id: str,
         messages: list[Any],
@@ -364,8 +367,6 @@ class Runner:
         resumed: Suspension | None,
         work: NodeWork | None = None,
     ) -> NodeWork:
-        """Run node `node_id` on its `messages` of superstep `superstep` (one `Job`); what it
-        sent, yielded and asked is in the returned `NodeWork`, a failure in `failure`."""
         if work is None:
             work = NodeWork(self, node_id, messages, superstep, ordinal, resumed)
         executor = self.workflow.executors[node_id]
@@ -388,10 +389,10 @@ class Runner:
                 if rest is not None:
                     if not isinstance(rest, Exception):
                         raise
-                    self.fail(node_id, rest)
+                    self._fail(node_id, rest)
                     return work
             except Exception as exc:
-                self.fail(node_id, exc)
+                self._fail(node_id, exc)
                 return work
             else:
                 work.resuming = False
@@ -412,13 +413,16 @@ class Runner:
             return work
         return work
 
-    def fail(self, node_id: str, error: BaseException) -> None:
-        """Record that node `node_id` failed with `error` (the first failure wins) and cancel
-        the nodes running beside it."""
+    def _fail(self, node_id: str, error: BaseException) -> None:
         if self.failure is None:
             self.failure = (node_id, unwrap(error))
         if self._scope is not None:
             self._scope.cancel()
+
+    # What a durable run's node steps call (`raf.durable.nodes`): run one `Job` here, and
+    # record a node's failure (the first wins).
+    run_node = _run_node
+    fail = _fail
 
     def _deliver(self, source: str, outbox: Outbox, touched: list[FanIn]) -> None:
         """Queue `source`'s messages for their targets; buffer fan-in messages."""
