@@ -89,11 +89,13 @@ def _show(client: Any, args: argparse.Namespace, console: Console) -> int:
 
     status = client.retrieve_workflow(args.run_id).get_status()
     print(f"{args.run_id}\t{status.status}\t{status.name}")
-    for step in client.list_workflow_steps(args.run_id):
-        name = step["function_name"]
-        if name.startswith("raf."):
-            failed = " (failed)" if step.get("error") is not None else ""
-            print(f"  step {step['function_id']}: {name}{failed}")
+    _steps(client, args.run_id, "  ")
+    nodes = client.list_workflows(
+        workflow_id_prefix=f"{args.run_id}/", load_input=False, load_output=False
+    )
+    for node in nodes:
+        print(f"  node step {node.workflow_id}\t{node.status}\t{node.executor_id}")
+        _steps(client, node.workflow_id, "    ")
     waiting: list[Any] = []
     try:
         for text in client.read_stream(args.run_id, STREAM, timeout_seconds=0.2):
@@ -110,6 +112,15 @@ def _show(client: Any, args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _steps(client: Any, workflow_id: str, indent: str) -> None:
+    """Print the model and tool call steps workflow `workflow_id` recorded."""
+    for step in client.list_workflow_steps(workflow_id):
+        name = step["function_name"]
+        if name.startswith(("raf.model:", "raf.tool:")):
+            failed = " (failed)" if step.get("error") is not None else ""
+            print(f"{indent}step {step['function_id']}: {name}{failed}")
+
+
 def _answer(client: Any, args: argparse.Namespace, console: Console) -> int:
     from raf.durable.dbos import ANSWERS
     from raf.messages import ChatMessage, message_list_adapter
@@ -121,13 +132,17 @@ def _answer(client: Any, args: argparse.Namespace, console: Console) -> int:
 
 
 def _resume(client: Any, args: argparse.Namespace, console: Console) -> int:
-    client.resume_workflow(args.run_id)
+    from raf.durable.manage import resume_run
+
+    resume_run(client, args.run_id)
     print(f"resumed {args.run_id}: a live worker goes on with it")
     return 0
 
 
 def _cancel(client: Any, args: argparse.Namespace, console: Console) -> int:
-    client.cancel_workflow(args.run_id)
+    from raf.durable.manage import cancel_run
+
+    cancel_run(client, args.run_id)
     print(f"cancelled {args.run_id}")
     return 0
 
@@ -154,7 +169,11 @@ def durable_serving(
         from raf.durable import DurableAgent
     except ImportError:
         raise SystemExit("--dbos needs the dbos extra: pip install 'raf[dbos]'") from None
-    DBOS(config={"name": "raf", "system_database_url": dsn})
+    config: Any = {"name": "raf", "system_database_url": dsn}
+    if dsn.startswith("sqlite"):
+        # Node steps report to their run through a table SQLite polls (1 s by default).
+        config["notification_listener_polling_interval_sec"] = 0.05
+    DBOS(config=config)
     durable = DurableAgent(agent)
 
     async def run() -> None:

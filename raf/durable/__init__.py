@@ -7,7 +7,8 @@ engine would implement. Importing this package needs `dbos` (`pip install 'raf[d
 
 from raf.durable.agent import DurableAgent as DurableAgent
 from raf.durable.agent import answer as answer
+from raf.durable.agent import resume as resume
 from raf.durable.seam import Durability as Durability
 from raf.tools.in_doubt import Decision as Decision
 
-__all__ = ["Decision", "Durability", "DurableAgent", "answer"]
+__all__ = ["Decision", "Durability", "DurableAgent", "answer", "resume"]

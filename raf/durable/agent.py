@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import contextvars
 import math
+from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 import sniffio
 from anyio.streams.memory import MemoryObjectSendStream
-from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
+from dbos import DBOS, Queue, SetWorkflowID, WorkflowHandleAsync
 
 from raf._single_writer import claim_session
 from raf.agent import (
@@ -40,15 +41,19 @@ from raf.durable.envelopes import (
     UpdateEnvelope,
     envelope_adapter,
 )
+from raf.durable.manage import cancel_run, resume_run
+from raf.durable.nodes import NodeResult, NodeSpec, error_of, run_node_step, workflow_at
+from raf.engine.runner import Runner
 from raf.errors import AgentError, DurableRunError
 from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_adapter
 from raf.run import Emit, RunContext, Turn
 from raf.session import checked_session
 from raf.updates import AgentResponse, AgentUpdate
 
-__all__ = ["DurableAgent"]
+__all__ = ["DurableAgent", "answer", "resume"]
 
 _Item = AgentUpdate | TurnEnvelope | FailedEnvelope
+_T = TypeVar("_T")
 
 
 class DurableAgent:
@@ -66,14 +71,31 @@ class DurableAgent:
     recovered runs run on it. asyncio only (DBOS is asyncio): a run on trio raises
     `DurableRunError`.
 
+    Each node's work in a superstep of a workflow in the tree is a *node step*: a DBOS child
+    workflow (id `{run id}/{workflow place}/{node}@{superstep}#{k}`) whose calls are its
+    steps, so a recovered run skips a completed node as a whole. The nodes of a superstep of
+    several go through the DBOS queue `raf.nodes:{agent id}`, so they run concurrently, on
+    whichever workers have room; their results are taken in node order.
+
     Args:
         agent: the raf agent to run (a ReactAgent, a workflow's agent, a FunctionAgent...).
+        concurrency: at most this many node steps of this agent's runs at once, over all
+            workers (None: no limit).
+        worker_concurrency: at most this many at once in one worker (None: no limit).
+        poll_seconds: how often each worker looks for queued node steps.
 
     Raises:
         TypeError: when `agent` is not a raf agent (its calls could not be steps).
     """
 
-    def __init__(self, agent: IAgent) -> None:
+    def __init__(
+        self,
+        agent: IAgent,
+        *,
+        concurrency: int | None = None,
+        worker_concurrency: int | None = None,
+        poll_seconds: float = 0.1,
+    ) -> None:
         if not isinstance(agent, BaseAgent):
             raise TypeError(
                 f"DurableAgent runs raf agents (ReactAgent, FunctionAgent, workflow.as_agent()), "
@@ -85,11 +107,19 @@ class DurableAgent:
         self._readers: dict[str, MemoryObjectSendStream[_Item]] = {}
         self.workflow_name = f"raf.run:{agent.id}"
         """The DBOS workflow name of this agent's runs."""
+        self.queue_name = f"raf.nodes:{agent.id}"
+        """The DBOS queue the node steps of a superstep of several nodes go through."""
+        self._limits = (concurrency, worker_concurrency, poll_seconds)
+        self._queue: Queue | None = None
 
         async def raf_run(messages: str, session: str, options: str) -> str:
             return await self._execute(messages, session, options)
 
+        async def raf_node(spec: str) -> str:
+            return await self._node_step(spec)
+
         self._workflow = DBOS.workflow(name=self.workflow_name)(raf_run)
+        self._node_workflow = DBOS.workflow(name=f"raf.node:{agent.id}")(raf_node)
 
     def __repr__(self) -> str:
         return f"DurableAgent({self._agent!r})"
@@ -184,7 +214,7 @@ class DurableAgent:
             send.close()
             if not ended:
                 with anyio.CancelScope(shield=True):
-                    await DBOS.cancel_workflow_async(run_id)
+                    await _outside(partial(cancel_run, DBOS, run_id))
                 session.pop(self._key())
 
     def _ended(
@@ -207,12 +237,64 @@ class DurableAgent:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._readers.pop(run_id, None)
 
+    def ships(self, runner: Runner) -> bool:
+        """Whether `runner`'s nodes can be node steps: every worker finds its workflow by
+        path in the agent tree (not so for a workflow agent that node code invokes without
+        declaring it)."""
+        context = runner.agent_context
+        return context is not None and workflow_at(self._agent, context.path) is runner.workflow
+
+    async def start(self, workflow_id: str, spec: NodeSpec, *, queued: bool) -> None:
+        """Start node step `spec` as workflow `workflow_id`: here, or on the queue."""
+        text = spec.model_dump_json()
+        if not queued:
+            with SetWorkflowID(workflow_id):
+                await DBOS.start_workflow_async(self._node_workflow, text)
+            return
+        queue = self._queue
+        if queue is None:
+            concurrency, per_worker, poll = self._limits
+            queue = self._queue = await DBOS.register_queue_async(
+                self.queue_name,
+                global_concurrency=concurrency,
+                worker_concurrency=per_worker,
+                polling_interval_sec=poll,
+                on_conflict="always_update",
+            )
+        with SetWorkflowID(workflow_id):
+            await queue.enqueue_async(self._node_workflow, text)
+
+    async def _node_step(self, text: str) -> str:
+        """A node step's body: run the node here, report the result to the parent."""
+        me = DBOS.workflow_id
+        assert me is not None
+        spec = NodeSpec.model_validate_json(text)
+        root = spec.root
+        steps = DbosSteps(
+            partial(recorded_steps, me),
+            partial(self._live, root),
+            root=root,
+            nodes=self,
+            parent=spec.parent,
+        )
+        try:
+            result = await run_node_step(self._agent, spec, Turn(durable=steps), steps.publish)
+        except Exception as exc:
+            if type(exc).__module__.startswith("dbos"):
+                raise  # DBOS's own (a cancelled workflow, a replay that went another way)
+            result = NodeResult(failed=error_of(exc, tuple(spec.path)))
+        result = result.model_copy(
+            update={"items": steps.items, "delivered": root in self._readers}
+        )
+        await steps.done(result)
+        return result.model_dump_json()
+
     async def _execute(self, messages: str, session: str, options: str) -> str:
         """The workflow's body: the run's turns, waiting durably between them."""
         run_id = DBOS.workflow_id
         assert run_id is not None
-        recorded = await recorded_steps(run_id)
-        steps = DbosSteps(recorded, partial(self._live, run_id))
+        recorded = partial(recorded_steps, run_id)
+        steps = DbosSteps(recorded, partial(self._live, run_id), root=run_id, nodes=self)
         run_session = Session.from_json(session)
         run_options = RunOptions.model_validate_json(options)
         turn_messages = message_list_adapter.validate_json(messages)
@@ -282,6 +364,25 @@ async def answer(run_id: str, messages: MessagesInput) -> None:
     await DBOS.send_async(run_id, text, topic=ANSWERS)
 
 
+async def resume(run_id: str) -> None:
+    """Have a live worker go on with durable run `run_id`, whose worker died: the run and
+    each of its node steps that was running on that worker (DBOS `resume_workflow`, which
+    queues them for any worker; node steps running on live workers go on there). Call it
+    from any process with DBOS launched, outside a workflow.
+
+    Example:
+        >>> await resume("team:chat-1:0")  # doctest: +SKIP
+    """
+    await _outside(partial(resume_run, DBOS, run_id))
+
+
+async def _outside(call: Callable[[], _T]) -> _T:
+    """Make DBOS calls outside any workflow's DBOS context (an empty one, on a worker
+    thread), so none of them is recorded as a step of the workflow this task runs (a read
+    recorded as a step would give a recovered run the first execution's answer)."""
+    return await anyio.to_thread.run_sync(contextvars.Context().run, call)
+
+
 def failure(item: FailedEnvelope, run_id: str) -> AgentError:
     """The error a reader raises for a durable run that failed."""
     return DurableRunError(
@@ -292,12 +393,10 @@ def failure(item: FailedEnvelope, run_id: str) -> AgentError:
 async def recorded_steps(run_id: str) -> set[str]:
     """Names of the steps run `run_id` has recorded so far.
 
-    Read outside the workflow's DBOS context (an empty one, on a worker thread): a read made
-    inside would be a recorded step itself, giving a recovered run the first execution's
-    answer.
+    Read outside the workflow's DBOS context: a read made inside would be a recorded step
+    itself, giving a recovered run the first execution's answer.
     """
-    read = partial(DBOS.list_workflow_steps, run_id, load_output=False)
-    steps = await anyio.to_thread.run_sync(contextvars.Context().run, read)
+    steps = await _outside(partial(DBOS.list_workflow_steps, run_id, load_output=False))
     return {step["function_name"] for step in steps}
 
 

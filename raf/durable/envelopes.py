@@ -3,7 +3,7 @@
 The stream of a run (key `raf.updates`) holds envelopes as JSON text: one per item streamed
 outside a step (completed messages, tool results, lifecycle items, human requests), and one
 at the end of each turn (the response and the session after it) or on failure. Tokens are
-not in it (see docs/durable.md, "Tokens").
+not in it (see docs/scale-out.md, "Tokens").
 
 Example:
     >>> from raf.updates import TextDelta

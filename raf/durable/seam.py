@@ -2,10 +2,11 @@
 
 A run is local unless its `Turn` carries a `Durability` (`Turn.durable`); then every model
 call and tool call goes through it as a *step* with a stable id (the agent's place and the
-call's index there), so an engine that records steps can replay a recovered run without
-making a completed call again. The local default is no seam at all: one `is None` test per
-call. `raf.durable.dbos` implements it on DBOS; another engine (Temporal) can implement the
-same three calls.
+call's index there), and each node's work in a workflow's superstep as a *node step* (the
+workflow's place, the node and the superstep), so an engine that records steps can replay a
+recovered run without making a completed call, or running a completed node, again. The local
+default is no seam at all: one `is None` test per call and per superstep. `raf.durable.dbos`
+implements it on DBOS; another engine (Temporal) can implement the same four calls.
 
 Example:
     >>> from raf.run import Turn
@@ -19,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from raf.engine.context import NodeWork
+    from raf.engine.runner import Job, Runner
     from raf.messages import ToolCallContent
     from raf.providers.base import Completion
     from raf.run import RunContext
@@ -37,10 +40,16 @@ ToolCall = Callable[["ToolCallContent", "RunContext"], Awaitable["ToolResult"]]
 class Durability(Protocol):
     """Runs a run's steps durably: each step once, its result recorded under a stable id.
 
-    Steps of one run are started in a deterministic order (a durable run runs concurrent
-    tool calls and nodes one after another), so the n-th step of a place is the same step
+    Steps of one run are started in a deterministic order (a durable run runs the concurrent
+    tool calls of one answer one after another; the nodes of a superstep start in node order
+    and their results are taken in node order), so the n-th step of a place is the same step
     when a recovered run replays.
     """
+
+    async def node_steps(self, runner: Runner, jobs: list[Job]) -> list[NodeWork]:
+        """Run the nodes of one superstep of `runner`, each as a node step (concurrently, on
+        any worker, when there are several); their works in the order of `jobs`."""
+        ...
 
     async def model_call(self, ctx: RunContext, call: ModelCall) -> tuple[Completion, Usage]:
         """Run the model call `call` as a step of the agent at `ctx.place`, or give the

@@ -41,7 +41,7 @@ from raf.session import Session
 if TYPE_CHECKING:
     from raf.engine.workflow import Workflow
 
-__all__ = ["EventSink", "NodeReports", "Progress", "Runner", "unwrap"]
+__all__ = ["EventSink", "Job", "NodeReports", "Progress", "Runner", "unwrap"]
 
 EventSink = Callable[[WorkflowEvent], Awaitable[None]]
 """Receives each event of a run, in order; awaited (so it may back-pressure the run)."""
@@ -80,6 +80,8 @@ _YIELD_EVERY = 0.005
 
 _Job = tuple[str, list[Any], int, int, Suspension | None]
 """(node id, messages, superstep, first request ordinal, the suspension a re-run resumes)"""
+Job = _Job
+"""One node's work in a superstep, as `Durability.node_steps` gets it (`raf.durable`)."""
 
 
 class Progress(Protocol):
@@ -309,15 +311,12 @@ class Runner:
     async def _superstep(
         self, index: int, jobs: list[_Job], *, resumed: bool = False
     ) -> RunStatus | None:
-        if len(jobs) == 1:
+        durable = self.turn.durable
+        if durable is not None:
+            # Each node's work is a recorded step of its own (raf.durable).
+            works = await durable.node_steps(self, jobs)
+        elif len(jobs) == 1:
             works = [await self._run_node(*jobs[0])]
-        elif self.turn.durable is not None:
-            # Durable steps are recorded in order (raf.durable): the nodes run one by one.
-            works: list[NodeWork] = []
-            for job in jobs:
-                works.append(await self._run_node(*job))
-                if self.failure is not None:
-                    break
         else:
             works = [NodeWork(self, *job) for job in jobs]
             async with anyio.create_task_group() as tg:
@@ -428,6 +427,11 @@ class Runner:
             self.failure = (node_id, unwrap(error))
         if self._scope is not None:
             self._scope.cancel()
+
+    # What a durable run's node steps call (`raf.durable.nodes`): run one `Job` here, and
+    # record a node's failure (the first wins).
+    run_node = _run_node
+    fail = _fail
 
     def _deliver(self, source: str, outbox: Outbox, touched: list[FanIn]) -> None:
         """Queue `source`'s messages for their targets; buffer fan-in messages."""

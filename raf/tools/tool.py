@@ -70,7 +70,7 @@ class Tool:
         idempotent: whether running a call twice has the effect of running it once; a
             recovered run (durable, or resumed from a checkpoint) finding a call of it that
             started and has no recorded end runs it again, where any other tool's call goes
-            to a human (see docs/reliability.md).
+            to a human (see docs/reliability.md and docs/scale-out.md).
     """
 
     __slots__ = ("_is_async", "_spec", "definition", "fn", "idempotent", "max_output_chars")

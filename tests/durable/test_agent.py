@@ -3,18 +3,28 @@ as the wrapped agent's local run, human requests answered durably, steps named b
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from dbos import DBOS
 
-from raf import ChatMessage, FunctionAgent, ReactAgent, SequentialBuilder, Session
+from raf import (
+    ChatMessage,
+    ConcurrentBuilder,
+    FunctionAgent,
+    ReactAgent,
+    SequentialBuilder,
+    Session,
+)
 from raf.durable import DurableAgent, answer
+from raf.durable.nodes import NodeResult
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.errors import DurableRunError
 from raf.testing import ScriptedProvider, text, tool_calls
 from raf.tools import tool
-from raf.updates import AgentUpdate
+from raf.updates import AgentUpdate, MessageCompleted
+from tests.strategies import Con, Leaf, Seq, build
 
 pytestmark = pytest.mark.anyio
 
@@ -61,7 +71,17 @@ async def test_a_durable_run_streams_what_the_local_run_streams(dbos_sqlite: str
     assert "".join(tokens) == "The sums are 5 and 2." and len(tokens) > 1
 
 
-async def test_each_model_and_tool_call_is_a_step_named_by_place_and_index(
+async def recorded(run_id: str) -> dict[str, list[str]]:
+    """The raf steps of the run and of its node steps, by workflow id."""
+    workflows = await DBOS.list_workflows_async(workflow_id_prefix=run_id, load_input=False)
+    found: dict[str, list[str]] = {}
+    for workflow in workflows:
+        steps = await DBOS.list_workflow_steps_async(workflow.workflow_id)
+        found[workflow.workflow_id] = [s["function_name"] for s in steps]
+    return found
+
+
+async def test_each_node_is_a_node_step_and_each_call_a_step_named_by_place_and_index(
     dbos_sqlite: str,
 ) -> None:
     durable = DurableAgent(team())
@@ -69,17 +89,18 @@ async def test_each_model_and_tool_call_is_a_step_named_by_place_and_index(
     session = Session(id="s1")
     response = await durable.run("sums?", session)
     assert response.text == "The sums are 5 and 2."
-    steps = await DBOS.list_workflow_steps_async("team:s1:0")
-    names = [s["function_name"] for s in steps if s["function_name"].startswith("raf.")]
-    assert names == [
+    steps = await recorded("team:s1:0")
+    assert [s for s in steps["team:s1:0"] if s.startswith("raf.")] == ["raf.node:team"] * 2
+    assert steps["team:s1:0/team/calc@0#0"] == [
         "raf.model:team/calc#0",
         "raf.tool:team/calc#1:add.started",
         "raf.tool:team/calc#1:add",
         "raf.tool:team/calc#2:add.started",
         "raf.tool:team/calc#2:add",
         "raf.model:team/calc#3",
-        "raf.model:team/writer#0",
+        "DBOS.send",  # the result, to the run
     ]
+    assert steps["team:s1:0/team/writer@1#0"] == ["raf.model:team/writer#0", "DBOS.send"]
 
 
 def approval() -> Any:
@@ -169,3 +190,151 @@ def test_only_raf_agents_can_be_durable() -> None:
 
     with pytest.raises(TypeError, match="runs raf agents"):
         DurableAgent(Foreign())  # type: ignore[arg-type]
+
+
+def nested() -> Any:
+    """`outer`: a ReAct agent, then the workflow agent `inner` (two agents fanned out)."""
+    first = ReactAgent("first", ScriptedProvider([text("one")]), "Go.")
+    left = ReactAgent("left", ScriptedProvider([text("left says hi")]), "Go.")
+    right = ReactAgent("right", ScriptedProvider([text("right says hi")]), "Go.")
+    inner = ConcurrentBuilder(id="inner").add_agent(left).add_agent(right).build().as_agent()
+    return SequentialBuilder(id="outer").add_agent(first).add_agent(inner).build().as_agent()
+
+
+async def test_nested_workflows_are_child_workflows_named_from_the_parent_and_the_path(
+    dbos_sqlite: str,
+) -> None:
+    local = await nested().run("hi")
+    durable = DurableAgent(nested(), poll_seconds=0.01)
+    DBOS.launch()
+    run = durable.run("hi", Session(id="n"))
+    async with run as stream:
+        items = [u async for u in stream]
+    assert run.response is not None and run.response.text == local.text
+    said = [u.message.text for u in items if isinstance(u, MessageCompleted)]
+    assert sorted(said) == ["left says hi", "one", "right says hi"]  # live: as they came
+    async with durable.attach("outer:n:0") as stream:
+        recorded_items = [u async for u in stream]
+    said = [u.message.text for u in recorded_items if isinstance(u, MessageCompleted)]
+    assert said == ["one", "left says hi", "right says hi"]  # recorded: in node order
+    steps = await recorded("outer:n:0")
+    inner = "outer:n:0/outer/inner@1#0"  # the node step running the nested workflow agent
+    children = sorted(k.removeprefix(inner + "/") for k in steps if k.startswith(inner + "/"))
+    assert children == [
+        "outer/inner/aggregator@2#0",
+        "outer/inner/dispatcher@0#0",
+        "outer/inner/left@1#0",
+        "outer/inner/right@1#0",
+    ]
+    assert steps[f"{inner}/outer/inner/left@1#0"][0] == "raf.model:outer/inner/left#0"
+    statuses = await DBOS.list_workflows_async(workflow_id_prefix=inner + "/")
+    assert {w.parent_workflow_id for w in statuses} == {inner}
+
+
+async def test_a_node_that_fails_in_its_node_step_fails_the_run_naming_it(
+    dbos_sqlite: str,
+) -> None:
+    async def explode(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        raise ValueError("no way")
+
+    agent = (
+        WorkflowBuilder("boom")
+        .add_edge(FunctionAgent("first", lambda m: "ok"), FunctionExecutor("explode", explode))
+        .set_start("first")
+        .build()
+        .as_agent()
+    )
+    durable = DurableAgent(agent)
+    DBOS.launch()
+    with pytest.raises(DurableRunError, match=r"'boom:e:0' failed with .*ValueError: no way"):
+        await durable.run("go", Session(id="e"))
+    step = await DBOS.retrieve_workflow_async("boom:e:0/boom/explode@1#0")
+    failed = NodeResult.model_validate_json(await step.get_result()).failed
+    assert failed is not None and (failed.error, failed.path) == ("ValueError", ("boom",))
+
+
+async def test_a_workflow_agent_a_node_does_not_declare_runs_inside_that_node_step(
+    dbos_sqlite: str,
+) -> None:
+    """No worker finds `team` by path (`delegate` declares no agent): its nodes run one after
+    another inside the node step of `delegate`, their calls steps of it."""
+    inner = team()
+
+    async def delegate(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.yield_output(await ctx.invoke_agent(inner, conversation))
+
+    agent = (
+        WorkflowBuilder("outer")
+        .add_executor(FunctionExecutor("delegate", delegate))
+        .set_start("delegate")
+        .build()
+        .as_agent()
+    )
+    durable = DurableAgent(agent)
+    DBOS.launch()
+    response = await durable.run("sums?", Session(id="d"))
+    assert response.text == "The sums are 5 and 2."
+    steps = await recorded("outer:d:0")
+    assert sorted(steps) == ["outer:d:0", "outer:d:0/outer/delegate@0#0"]
+    calls = [s for s in steps["outer:d:0/outer/delegate@0#0"] if s.startswith("raf.model")]
+    assert calls == [
+        "raf.model:outer/delegate@0#0/team/calc#0",
+        "raf.model:outer/delegate@0#0/team/calc#3",
+        "raf.model:outer/delegate@0#0/team/writer#0",
+    ]
+
+
+async def test_a_branch_that_asks_a_human_waits_and_its_node_step_runs_again_answered(
+    dbos_sqlite: str,
+) -> None:
+    async def split(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.send(conversation)
+
+    async def ask(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        verdict = await ctx.request_info({"question": "north or south?"})
+        await ctx.send([ChatMessage.assistant(f"go {verdict}")])
+
+    async def merge(reports: list[Any], ctx: NodeContext) -> None:
+        await ctx.yield_output(ChatMessage.assistant(" | ".join(r[-1].text for r in reports)))
+
+    counter = FunctionAgent("count", lambda m: f"{len(m)} messages")
+    agent = (
+        WorkflowBuilder("trip")
+        .add_executor(FunctionExecutor("split", split))
+        .add_fan_out("split", [FunctionExecutor("ask", ask), counter])
+        .add_fan_in(["ask", "count"], FunctionExecutor("merge", merge))
+        .set_start("split")
+        .build()
+        .as_agent()
+    )
+    durable = DurableAgent(agent, poll_seconds=0.01)
+    DBOS.launch()
+    session = Session(id="t")
+    asked = await durable.run("plan a trip", session)
+    assert asked.status == "waiting" and asked.pending[0].payload == {"question": "north or south?"}
+    response = await durable.run("north", session)
+    assert response.text == "go north | 1 messages"
+    steps = await recorded("trip:t:0")
+    assert "trip:t:0/trip/ask@1#0" in steps and "trip:t:0/trip/ask@1#1" in steps  # asked, answered
+    assert "trip:t:0/trip/count@1#1" not in steps  # the completed branch did not run again
+
+
+async def test_a_tree_of_nested_sequential_and_concurrent_workflows_ends_as_the_local_run(
+    dbos_sqlite: str,
+) -> None:
+    """Node steps three levels deep, branches in one superstep writing the session side by
+    side: the response and the session equal the local run's."""
+    spec = Seq((Leaf(), Con((Leaf(), Seq((Leaf(), Leaf())), Con((Leaf(), Leaf())))), Leaf()))
+    local_session = Session(id="x")
+    local = await build(spec).run("hi", local_session)
+    durable = DurableAgent(build(spec), poll_seconds=0.01)
+    DBOS.launch()
+    session = Session(id="x")
+    response = await durable.run("hi", session)
+    assert [m.text for m in response.messages] == [m.text for m in local.messages]
+    state = json.loads(session.to_json())["state"]
+    assert {k: v for k, v in state.items() if "#durable" not in k} == json.loads(
+        local_session.to_json()
+    )["state"]
+    deepest = "seq0:x:0/seq0/con2@1#0/seq0/con2/con7@1#0/seq0/con2/con7/leaf8@1#0"
+    assert deepest in await recorded("seq0:x:0")

@@ -25,7 +25,7 @@ from pathlib import Path
 from dbos import DBOS
 
 from raf import ChatMessage, ReactAgent, Session
-from raf.durable import DurableAgent, answer
+from raf.durable import DurableAgent, answer, resume
 from raf.durable.envelopes import STREAM, TurnEnvelope, envelope_adapter
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.providers.openai import OpenAIProvider, create_client
@@ -125,8 +125,9 @@ async def main() -> None:
     else:
         if os.environ.get("RAF_WORKER_READY"):  # standing by: someone else resumes the run
             print(json.dumps({"ready": True}), flush=True)
+            await asyncio.to_thread(sys.stdin.readline)  # the run exists: follow it
         if args.mode == "resume":
-            await DBOS.resume_workflow_async(args.run_id)
+            await resume(args.run_id)
         async for text in DBOS.read_stream_async(args.run_id, STREAM, polling_interval_sec=0.01):
             item = envelope_adapter.validate_json(str(text))
             if isinstance(item, TurnEnvelope) and item.response.status == "waiting":
