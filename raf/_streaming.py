@@ -2,7 +2,7 @@
 
 The shared machinery of `AgentRun` and `WorkflowStream`. `__aenter__` starts the body in a task
 group it owns and returns the iterator; leaving the block cancels the body if it still runs.
-Items go through one bounded buffer (`_Channel`): the body waits only when the buffer is full, so
+Items go through one bounded buffer (`Channel`): the body waits only when the buffer is full, so
 a slow consumer back-pressures it while a fast one costs no task switch per item. The body never
 raises into the task group: its error is kept and raised by the iterator after the items
 produced before it.
@@ -77,7 +77,7 @@ DONE: Awaitable[None] = _Done()
 """Returned by functions typed `-> Awaitable[None]` that had nothing to wait for."""
 
 
-class _Channel(Generic[T]):
+class Channel(Generic[T]):
     """The buffer between one producer task and one consumer: the producer appends and waits
     while more than `STREAM_BUFFER` items are waiting; the consumer takes and waits while it is
     empty. An item costs an append and a pop; a task switch happens only when one side waits.
@@ -137,6 +137,16 @@ class _Channel(Generic[T]):
             writer.set()
         return item
 
+    def take_all(self) -> list[T]:
+        """Every buffered item, oldest first; wakes a producer waiting for room."""
+        items = list(self.items)
+        self.items.clear()
+        writer = self.writer
+        if writer is not None:
+            self.writer = None
+            writer.set()
+        return items
+
 
 class ProducerStream(Generic[T, R]):
     """Runs `body(send)` while the consumer iterates what it sends.
@@ -156,7 +166,7 @@ class ProducerStream(Generic[T, R]):
         self._state = "new"
         self._error: BaseException | None = None
         self._tg: TaskGroup | None = None
-        self._channel: _Channel[T] | None = None
+        self._channel: Channel[T] | None = None
         self.result: R | None = None
         """What the body returned, once it finished without error."""
 
@@ -189,7 +199,7 @@ class ProducerStream(Generic[T, R]):
             raise
 
     async def _start(self) -> AsyncIterator[T]:
-        channel = self._channel = _Channel[T]()
+        channel = self._channel = Channel[T]()
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
@@ -219,7 +229,7 @@ class ProducerStream(Generic[T, R]):
     def __aiter__(self) -> AsyncIterator[T]:
         raise TypeError(self.misuse)
 
-    async def _drive(self, channel: _Channel[T]) -> None:
+    async def _drive(self, channel: Channel[T]) -> None:
         try:
             self.result = await self._body(channel.send)
         except Exception as exc:
@@ -241,9 +251,7 @@ class _Items(Generic[T]):
 
     __slots__ = ("_channel", "_take_error")
 
-    def __init__(
-        self, take_error: Callable[[], BaseException | None], channel: _Channel[T]
-    ) -> None:
+    def __init__(self, take_error: Callable[[], BaseException | None], channel: Channel[T]) -> None:
         self._take_error = take_error
         self._channel = channel
 

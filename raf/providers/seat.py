@@ -38,33 +38,58 @@ mistaken for another message's.
 
 
 class _Prefix:
-    """What `seen_by` built for the non-system messages `messages`, valid for any seat that
-    wrote none of them: a later request that starts with them goes on from here. Never
-    changed once made."""
+    """What `seen_by` built for the non-system messages `messages[:size]`, valid for any seat
+    that wrote none of them: a later request that starts with them goes on from here.
 
-    __slots__ = ("authors", "group", "messages", "open_calls", "out", "shown")
+    A chain's states share their lists: the next seat's state appends its one new message to
+    `messages` (and what it adds to `out` and `authors`) when no state went on from this one
+    yet, so a state costs what it adds, not the length of the conversation: kept for the run,
+    whole copies would be O(N) each, and the garbage collector would walk them all again and
+    again. What a state covers never changes once made."""
+
+    __slots__ = ("authors", "group", "messages", "open_calls", "out", "out_size", "shown", "size")
 
     def __init__(
         self,
         messages: list[ChatMessage],
-        authors: frozenset[str],
+        authors: dict[str, int],
         out: list[ChatMessage],
         group: tuple[ChatMessage, ...],
         shown: ChatMessage | None,
         open_calls: frozenset[str],
     ) -> None:
         self.messages = messages
-        """The messages presented (kept, so an id is never mistaken for another message's)."""
+        """The messages presented, from the first (kept, so an id is never mistaken for another
+        message's); longer than `size` once a later state shares the list."""
+        self.size = len(messages)
         self.authors = authors
-        """Every author among them."""
+        """Every author of `messages`, with the index of its first message (an author of this
+        state's messages when that index is below `size`)."""
         self.out = out
-        """Their presentation but for `group`."""
+        """Their presentation but for `group`: its first `out_size` messages."""
+        self.out_size = len(out)
         self.group = group
         """The last consecutive messages of one other agent (empty when the last is not)."""
         self.shown = shown
         """`group` as one attributed message (None when `group` is empty)."""
         self.open_calls = open_calls
         """The calls of the seat's last assistant message still unanswered."""
+
+    def wrote(self, seat: str | None) -> bool:
+        """Whether `seat` wrote any of the messages."""
+        return seat is not None and self.authors.get(seat, self.size) < self.size
+
+    def starts(self, body: list[ChatMessage], end: int) -> bool:
+        """Whether `body[:end]` is what this state presents (equal messages are shown alike;
+        the comparison is by identity first, so cheap)."""
+        messages, size = self.messages, self.size
+        if end != size:
+            return False
+        return body[:end] == (messages if len(messages) == size else messages[:size])
+
+    def presentation(self) -> list[ChatMessage]:
+        """`out`'s own part (a copy when it is shared)."""
+        return self.out if len(self.out) == self.out_size else self.out[: self.out_size]
 
 
 Prefixes = dict[int | str, _Prefix]
@@ -108,25 +133,29 @@ def seen_by(
     while lead < len(listed) and listed[lead].role == "system":
         lead += 1
     systems = [*system, *listed[:lead]] if lead else list(system)
-    body = listed[lead:]  # a copy this call owns: a state may keep it
+    # The non-system messages: the caller's list itself when it has none (read, never kept).
+    body = listed[lead:] if lead else listed
     lead = len(systems)
     state = _chained(seat, body, prefixes, memo) if prefixes else None
     if state is None:
+        if body is messages:
+            body = list(body)  # a copy this call owns: a state may keep it
         known = _known_prefix(seat, body, prefixes) if prefixes else None
         state = _walk(seat, body, known, memo, systems)
         # A new state (unless a system message came after the start, which `systems` took):
         # for every seat when this one wrote nothing in it, else for this seat's next request.
         new = body and state.messages is body and len(systems) == lead
         if prefixes is not None and new:
-            if seat not in state.authors:
+            if not state.wrote(seat):
                 prefixes[id(body[-1])] = state
-            else:
+            elif seat is not None:
                 prefixes[seat] = state
     elif prefixes is not None:
         prefixes[id(body[-1])] = state
     if len(systems) > 1:
         systems = [ChatMessage.system("\n\n".join(m.text for m in systems))]
-    systems += state.out
+    out = state.out
+    systems += out if len(out) == state.out_size else state.presentation()
     if state.shown is not None:
         systems.append(state.shown)
     return systems
@@ -140,22 +169,33 @@ def _chained(
     if len(body) < 2:
         return None
     known = prefixes.get(id(body[-2]))
+    if known is None:
+        return None
     message = body[-1]
     author = message.author
+    size = known.size
+    messages, out, authors = known.messages, known.out, known.authors
+    # `wrote` and `starts`, inline (once per request of a chain)
     if (
-        known is None
-        or author is None
+        author is None
         or author == seat
         or message.role not in _SPOKEN
-        or seat in known.authors
+        or (seat is not None and authors.get(seat, size) < size)
         or (known.group and known.group[0].author == author)
-        or body[:-1] != known.messages
+        or len(body) - 1 != size
+        or body[:-1] != (messages if len(messages) == size else messages[:size])
     ):
         return None
-    out = known.out if known.shown is None else [*known.out, known.shown]
-    authors = known.authors if author in known.authors else known.authors | {author}
+    if len(messages) != size:  # another state went on from `known`: this one copies its part
+        messages = messages[:size]
+        out = out[: known.out_size]
+        authors = {a: i for a, i in authors.items() if i < size}
+    messages.append(message)
+    if known.shown is not None:
+        out.append(known.shown)
+    authors.setdefault(author, size)
     group = (message,)
-    return _Prefix(body, authors, out, group, _shown(group, memo), _NO_CALLS)
+    return _Prefix(messages, authors, out, group, _shown(group, memo), _NO_CALLS)
 
 
 def _walk(
@@ -168,23 +208,24 @@ def _walk(
     """The state after `body` for `seat`, going on from `known` (a state for its start);
     system messages met on the way are added to `systems`. Returns `known` itself when
     nothing follows it."""
+    authors: dict[str, int]
     if known is None:
         start = 0
         out: list[ChatMessage] = []
         group: tuple[ChatMessage, ...] = ()  # consecutive messages of one other agent
         shown: ChatMessage | None = None  # `group` presented, once built
         open_calls = _NO_CALLS  # calls of this agent's last assistant message, unanswered
-        authors: frozenset[str] = frozenset()
+        authors = {}
     else:
-        start = len(known.messages)
+        start = known.size
         if start == len(body):
             return known
-        out = list(known.out)
+        out = known.out[: known.out_size]
         group = known.group
         shown = known.shown
         open_calls = known.open_calls
-        authors = known.authors
-    for message in body[start:] if start else body:
+        authors = {a: i for a, i in known.authors.items() if i < start}
+    for index, message in enumerate(body[start:] if start else body, start):
         role = message.role
         if role == "system":
             systems.append(message)
@@ -192,7 +233,7 @@ def _walk(
         author = message.author
         if author is not None:
             if author not in authors:
-                authors = authors | {author}
+                authors[author] = index
             if author != seat and role in _SPOKEN:
                 if group and group[0].author == author:
                     group = (*group, message)
@@ -230,15 +271,14 @@ def _known_prefix(seat: str | None, body: list[ChatMessage], prefixes: Prefixes)
     found: _Prefix | None = None
     while end > stop:
         known = prefixes.get(id(body[end - 1]))
-        # Equal messages are shown alike; the comparison is by identity first, so cheap.
-        if known is not None and seat not in known.authors and body[:end] == known.messages:
+        if known is not None and not known.wrote(seat) and known.starts(body, end):
             found = known
             break
         end -= 1
     own = prefixes.get(seat) if seat is not None else None
     if own is not None:
-        size = len(own.messages)
-        if (found is None or size > end) and size <= len(body) and body[:size] == own.messages:
+        size = own.size
+        if (found is None or size > end) and size <= len(body) and own.starts(body, size):
             return own
     return found
 

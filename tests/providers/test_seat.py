@@ -236,14 +236,20 @@ def test_prefixes_shared_by_the_seats_of_a_run_change_nothing(
             assert seen_by(seat, shown, presented, prefixes) == seen_by(seat, shown)
 
 
-def test_a_chain_presents_only_what_is_new_to_each_later_seat() -> None:
+def _chain(prefixes: Prefixes, presented: Presented, seats: int) -> list[ChatMessage]:
+    """A chain's requests, seat after seat, each answering; the whole conversation."""
     conversation = [ChatMessage.user("go")]
-    prefixes: Prefixes = {}
-    presented: Presented = {}
-    for index in range(6):
+    for index in range(seats):
         seat = f"agent{index}"
         seen_by(seat, conversation, presented, prefixes)
         conversation = [*conversation, ChatMessage.assistant(f"from {seat}", author=seat)]
+    return conversation
+
+
+def test_a_chain_presents_only_what_is_new_to_each_later_seat() -> None:
+    prefixes: Prefixes = {}
+    presented: Presented = {}
+    conversation = _chain(prefixes, presented, 6)
     # Each request stored the state after its conversation, for the next seat to start from.
     assert len(prefixes) == 6
     last = seen_by("agent6", conversation, presented, prefixes)
@@ -328,3 +334,26 @@ def test_a_member_that_spoke_goes_on_from_what_it_was_shown_last() -> None:
     assert prefixes["a"].messages == conversation[:7]
     assert prefixes["b"].messages == conversation[:8]
     assert prefixes["c"].messages == conversation[:6]
+
+
+def test_a_chain_keeps_one_list_of_its_messages_for_all_its_states() -> None:
+    # Each state covers a start of one shared list: kept for the run, copies would be O(N) each.
+    prefixes: Prefixes = {}
+    _chain(prefixes, {}, 6)
+    assert len({id(state.messages) for state in prefixes.values()}) == 1
+    assert len({id(state.out) for state in prefixes.values()}) == 1
+
+
+def test_two_seats_going_on_from_one_start_are_each_shown_their_own() -> None:
+    start = [ChatMessage.user("go"), ChatMessage.assistant("plan", author="a")]
+    prefixes: Prefixes = {}
+    presented: Presented = {}
+    seen_by("b", start, presented, prefixes)
+    left = [*start, ChatMessage.assistant("left", author="x")]
+    right = [*start, ChatMessage.assistant("right", author="y")]
+    for seat, conversation in (("c", left), ("d", right), ("e", left), ("x", right)):
+        assert seen_by(seat, conversation, presented, prefixes) == seen_by(seat, conversation)
+    # "x" wrote none of `right` but its own start: the shared state never claims it did.
+    assert seen_by("x", [*left, ChatMessage.user("more")], presented, prefixes) == seen_by(
+        "x", [*left, ChatMessage.user("more")]
+    )

@@ -30,7 +30,6 @@ from importlib import resources
 
 import anyio
 from ag_ui.core import RunAgentInput
-from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
@@ -44,7 +43,7 @@ from raf.agent import IAgent
 from raf.registry import AgentRegistry
 from raf.serve.agui.guard import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, RequestGuard
 from raf.serve.agui.live_runs import LiveRuns
-from raf.serve.agui.streaming import stream_run
+from raf.serve.agui.streaming import Outbox, stream_run
 from raf.serve.agui.studio import studio_routes
 from raf.serve.threads import Threads, ThreadStore, check_thread_id
 from raf.stores import SqliteCheckpointStore
@@ -54,7 +53,6 @@ __all__ = ["DEFAULT_STORE_PATH", "create_app"]
 DEFAULT_STORE_PATH = "raf-threads.db"
 """The SQLite file (in the working directory) that keeps threads when no store is given."""
 
-_EVENT_BUFFER = 64
 _STOP_GRACE_SECONDS = 5.0
 """How long a stopping server lets a run save its thread and send its `RUN_ERROR`."""
 
@@ -162,15 +160,17 @@ def create_app(
             )
         except ValueError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
-        send, receive = anyio.create_memory_object_stream[bytes](_EVENT_BUFFER)
+        outbox = Outbox()
         stopping = anyio.Event()  # set when the server stops
 
         async def produce() -> None:
-            async with send:
-                await stream_run(agent, run_input, threads, send.send, stopping)
+            try:
+                await stream_run(agent, run_input, threads, outbox.send, stopping)
+            finally:
+                outbox.close()
 
         return EventSourceResponse(
-            _drain(receive),
+            outbox.chunks(),
             data_sender_callable=produce,
             shutdown_event=stopping,
             shutdown_grace_period=_STOP_GRACE_SECONDS,
@@ -198,13 +198,6 @@ def create_app(
         middleware=[Middleware(GuardMiddleware, guard=guard, max_body_bytes=max_body_bytes)],
         lifespan=lifespan,
     )
-
-
-async def _drain(receive: MemoryObjectReceiveStream[bytes]) -> AsyncGenerator[bytes]:
-    """The encoded events, closing the stream however the response ends (no scope is open)."""
-    with receive:
-        async for chunk in receive:
-            yield chunk
 
 
 def _registry(agents: IAgent | Sequence[IAgent] | AgentRegistry) -> AgentRegistry:

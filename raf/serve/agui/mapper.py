@@ -33,6 +33,7 @@ from ag_ui.core import (
     PROTOCOL_VERSION,
     BaseEvent,
     CustomEvent,
+    EventType,
     Interrupt,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
@@ -59,6 +60,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
+from raf._trusted import trusted
 from raf.agent import IAgent
 from raf.errors import AgentError, AgentPath, WorkflowError
 from raf.messages import ChatMessage
@@ -315,9 +317,7 @@ class AguiMapper:
                     message_id=lane.text, role="assistant", name=path[-1], subagent_run_id=owner
                 )
             )
-        events.append(
-            TextMessageContentEvent(message_id=lane.text, delta=delta, subagent_run_id=owner)
-        )
+        events.append(text_content(lane.text, delta, owner))
         return events
 
     def _reasoning(self, path: AgentPath, delta: str) -> list[BaseEvent]:
@@ -548,6 +548,24 @@ class AguiMapper:
                 total_tokens=self.usage.total_tokens,
             )
         ]
+
+
+def text_content(message_id: str, delta: str, owner: str | None) -> TextMessageContentEvent:
+    """`TextMessageContentEvent(message_id=message_id, delta=delta, subagent_run_id=owner)`,
+    built without validating again (`raf._trusted`): the mapper made the ids and the delta
+    is a `TextDelta`'s checked text. One is made per streamed token."""
+    values = {
+        "type": EventType.TEXT_MESSAGE_CONTENT,
+        "timestamp": None,
+        "raw_event": None,
+        "metadata": None,
+        "subagent_run_id": owner,
+        "message_id": message_id,
+        "delta": delta,
+    }
+    event = trusted(TextMessageContentEvent, values, {"message_id", "delta", "subagent_run_id"})
+    object.__setattr__(event, "__pydantic_extra__", {})  # the model allows extra fields
+    return event
 
 
 def _same(request_id: str) -> str:
