@@ -50,6 +50,8 @@ _FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
         ("input_tokens", "int"),
         ("output_tokens", "int"),
         ("finish_reason", "str or None"),
+        ("model", "str or None"),
+        ("response_id", "str or None"),
     ),
 }
 
@@ -77,6 +79,8 @@ def check_event(event: object, model: str, path: AgentPath) -> None:
             and type(event.input_tokens) is int
             and type(event.output_tokens) is int
             and (event.finish_reason is None or type(event.finish_reason) is str)
+            and (event.model is None or type(event.model) is str)
+            and (event.response_id is None or type(event.response_id) is str)
             and type(calls) is list
             and (not calls or all(type(c) is ToolCallContent for c in calls))
         ):
