@@ -10,7 +10,8 @@ import pytest
 
 from raf import IAgent, ReactAgent, SequentialBuilder, WorkflowBuilder, tool
 from raf.engine import FunctionExecutor, NodeContext
-from raf.messages import ChatMessage
+from raf.errors import ProviderError
+from raf.messages import ChatMessage, ToolResultContent
 from raf.serve import create_app
 from raf.serve.threads import Threads
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
@@ -55,14 +56,29 @@ def guide(seen: Seen) -> ReactAgent[None]:
     return ReactAgent("guide", ScriptedProvider(seen.guide), "Show the user the city.")
 
 
-def tour(seen: Seen) -> IAgent:
-    """tour (graph): plan (sequential: planner → guide [show_map, a frontend tool]) → wrap."""
+def tour(seen: Seen, failing: set[str] | None = None) -> IAgent:
+    """tour (graph): plan (sequential: planner → guide [show_map, a frontend tool]) → wrap.
+
+    `failing` names the parts that fail once after the call was answered: `"guide"` (its
+    model), `"wrap"`."""
+    fails = failing if failing is not None else set()
     planner = ReactAgent(
         "planner", ScriptedProvider(lambda m: text("Plan: Lisbon.")), "Plan the tour."
     )
-    plan = SequentialBuilder(id="plan").add_agent(planner).add_agent(guide(seen)).build()
+
+    def guide_turn(messages: list[ChatMessage]) -> Turn:
+        if messages[-1].role == "tool" and "guide" in fails:
+            fails.discard("guide")
+            raise ProviderError("the model is down", model="scripted")
+        return seen.guide(messages)
+
+    guide = ReactAgent("guide", ScriptedProvider(guide_turn), "Show the user the city.")
+    plan = SequentialBuilder(id="plan").add_agent(planner).add_agent(guide).build()
 
     async def wrap(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        if "wrap" in fails:
+            fails.discard("wrap")
+            raise RuntimeError("wrap failed")
         await ctx.yield_output(
             ChatMessage.assistant(f"Tour done: {conversation[-1].text}", author="wrap")
         )
@@ -283,8 +299,71 @@ async def test_answering_one_of_two_open_calls_fails_and_the_agent_still_waits_o
         partial = await run(http, "guide", run_input("t", ask, one, tools=[SHOW_MAP]))
         both = await run(http, "guide", run_input("t", ask, one, two, tools=[SHOW_MAP]))
     assert types(partial) == ["RUN_STARTED", "RUN_ERROR"]
+    # The error names the open call by the id the client knows it by, not raf's request id.
     assert partial[-1]["message"] == (
-        "agent 'guide' waits on the client tool calls ['guide/call_2']: answer each with a "
-        "tool message whose call_id is its request id (at 'guide')"
+        f"agent 'guide' waits on the client tool calls [{porto!r}]: answer each with a "
+        "tool message whose toolCallId is its id (at 'guide')"
     )
     assert text_of(both, "guide") == "Both shown."
+
+
+def _error_result(call: dict[str, Any], content: str, error: str) -> dict[str, Any]:
+    return {
+        "id": "r1",
+        "role": "tool",
+        "toolCallId": call["toolCallId"],
+        "content": content,
+        "error": error,
+    }
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["root", "nested"])
+async def test_a_frontend_tool_result_with_an_error_reaches_the_model_as_an_error(
+    nested: bool,
+) -> None:
+    seen = Seen()
+    agent = tour(seen) if nested else guide(seen)
+    async with client(create_app(agent, MemoryCheckpointStore())) as http:
+        ask = user("u1", "Where is Lisbon?")
+        first = await run(http, agent.id, run_input("t", ask, tools=[SHOW_MAP]))
+        call = called(first)
+        *before, _ = answered(ask, call, "")
+        failed = _error_result(call, "", "the map is offline")
+        second = await run(http, agent.id, run_input("t", *before, failed, tools=[SHOW_MAP]))
+    check_order(second)
+    assert second[-1]["type"] == "RUN_FINISHED"
+    assert text_of(second, "guide") == "On your map: the map is offline"
+    [result] = seen.calls[-1][-1].contents
+    assert isinstance(result, ToolResultContent)
+    assert (result.result, result.is_error) == ("the map is offline", True)
+
+
+@pytest.mark.parametrize("failing", ["guide", "wrap"])
+async def test_a_failed_turn_after_a_nested_call_was_answered_leaves_it_waiting(
+    tmp_path: Any, failing: str
+) -> None:
+    seen = Seen()
+    store = SqliteCheckpointStore(tmp_path / "threads.db")
+    try:
+        async with client(create_app(tour(seen, {failing}), store)) as http:
+            ask = user("u1", "A tour, please")
+            first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
+            call = called(first)
+            before = await Threads(store).open("t")
+            body = run_input("t", *answered(ask, call, "a map of Lisbon"), tools=[SHOW_MAP])
+            failed = await run(http, "tour", body)
+            after = await Threads(store).open("t")
+            again = await run(http, "tour", body)
+    finally:
+        await store.aclose()
+    assert failed[-1]["type"] == "RUN_ERROR"
+    # The failed turn left the thread as it was: the guide still waits on the same call.
+    assert after.asked == before.asked == {"tour/plan/guide/call_1": call["toolCallId"]}
+    assert after.session.snapshot() == before.session.snapshot()
+    assert again[-1]["type"] == "RUN_FINISHED"
+    outputs = [e["delta"] for e in again if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert outputs[-1] == "Tour done: On your map: a map of Lisbon"
+    # The guide's model asked once, then went on from the answer (again, when the turn
+    # failed after it), never asking anew.
+    went_on = ["tool", "tool"] if failing == "wrap" else ["tool"]
+    assert [m[-1].role for m in seen.calls] == ["user", *went_on]
