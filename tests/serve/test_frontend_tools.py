@@ -367,3 +367,16 @@ async def test_a_failed_turn_after_a_nested_call_was_answered_leaves_it_waiting(
     # failed after it), never asking anew.
     went_on = ["tool", "tool"] if failing == "wrap" else ["tool"]
     assert [m[-1].role for m in seen.calls] == ["user", *went_on]
+
+
+async def test_a_result_for_no_open_call_fails_naming_the_open_calls_by_the_clients_ids() -> None:
+    async with client(create_app(tour(Seen()), MemoryCheckpointStore())) as http:
+        ask = user("u1", "A tour, please")
+        first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
+        call = called(first)
+        stray = {"id": "r1", "role": "tool", "toolCallId": "nope", "content": "a map"}
+        refused = await run(http, "tour", run_input("t", ask, stray, tools=[SHOW_MAP]))
+    assert types(refused) == ["RUN_STARTED", "RUN_ERROR"]
+    message = refused[-1]["message"]
+    assert f"the pending requests are [{call['toolCallId']!r}]" in message
+    assert "tour/plan/guide/call_1" not in message
