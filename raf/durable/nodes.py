@@ -76,6 +76,8 @@ class NodeSpec(BaseModel):
     entered calls, as `encode_state` writes them."""
     answers: dict[str, Any]
     """The turn's answers, by request id (encoded)."""
+    errors: list[str] = Field(default_factory=list[str])
+    """The requests of `answers` answered with an error result (`Turn.errors`)."""
     session: str
     """The session at the superstep's start (`Session.to_json`)."""
     options: str
@@ -152,6 +154,7 @@ def spec_of(runner: Runner, job: Job, root: str, parent: str) -> NodeSpec:
         ordinal=ordinal,
         state=encode_state(carried),
         answers=encode(context.turn.answers, "the answers of the turn"),
+        errors=sorted(context.turn.errors),
         session=runner.session.to_json(),
         options=context.options.model_dump_json(),
     )
@@ -177,6 +180,7 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
     before = session.snapshot()
     options = RunOptions.model_validate_json(spec.options)
     turn.answers.update(cast(dict[str, Any], decode(spec.answers)))
+    turn.errors.update(spec.errors)
     budget = options.budget
     context = RunContext(
         path,
