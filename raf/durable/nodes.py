@@ -141,6 +141,7 @@ def spec_of(runner: Runner, job: Job, root: str, parent: str) -> NodeSpec:
         {node: messages},
         {} if resumed is None else {node: resumed},
         answers=state.answers,
+        errors=state.errors,
         entered=state.entered,
     )
     return NodeSpec(
@@ -194,7 +195,12 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
     )
     carried = decode_state(spec.state)
     sink = AgentSink(context)
-    state = RunState(spec.superstep + 1, answers=carried.answers, entered=carried.entered)
+    state = RunState(
+        spec.superstep + 1,
+        answers=carried.answers,
+        errors=carried.errors,
+        entered=carried.entered,
+    )
     runner = Runner(
         workflow,
         state,

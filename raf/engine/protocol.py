@@ -412,9 +412,11 @@ async def run_as_agent(
         else:
             state = waiting.state
             state.answer(turn.answers)
+            state.errors |= turn.errors & state.answers.keys()
             # Levels below that run again need every answer, earlier turns' too.
             for request_id, value in state.answers.items():
                 turn.answers.setdefault(request_id, value)
+            turn.errors |= state.errors
     root = RootRun(session, record) if engine is None else None
     runner = Runner(
         workflow,

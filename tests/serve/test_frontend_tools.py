@@ -380,3 +380,71 @@ async def test_a_result_for_no_open_call_fails_naming_the_open_calls_by_the_clie
     message = refused[-1]["message"]
     assert f"the pending requests are [{call['toolCallId']!r}]" in message
     assert "tour/plan/guide/call_1" not in message
+
+
+def trip(seen: Seen) -> IAgent:
+    """trip (graph): plan (graph: split → [guide (show_map, a frontend tool), ask (an
+    interrupt)] → merge) → done. Each of plan's two requests can be answered in its own turn."""
+
+    async def split(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.send(conversation)
+
+    async def ask(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        day = await ctx.request_info({"question": "Which day?"})
+        await ctx.send([ChatMessage.assistant(f"on {day}", author="ask")])
+
+    async def merge(reports: list[list[ChatMessage]], ctx: NodeContext) -> None:
+        said = " | ".join(r[-1].text for r in reports)
+        await ctx.yield_output(ChatMessage.assistant(said, author="merge"))
+
+    plan = (
+        WorkflowBuilder("plan")
+        .add_executor(FunctionExecutor("split", split))
+        .add_fan_out("split", [guide(seen), FunctionExecutor("ask", ask)])
+        .add_fan_in(["guide", "ask"], FunctionExecutor("merge", merge))
+        .set_start("split")
+        .build()
+        .as_agent()
+    )
+
+    async def done(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.yield_output(ChatMessage.assistant(f"Trip: {conversation[-1].text}"))
+
+    return (
+        WorkflowBuilder("trip")
+        .add_edge(plan, FunctionExecutor("done", done))
+        .set_start("plan")
+        .build()
+        .as_agent()
+    )
+
+
+async def test_an_error_answer_in_a_turn_that_still_waits_on_an_interrupt_stays_an_error(
+    tmp_path: Any,
+) -> None:
+    seen = Seen()
+    store = SqliteCheckpointStore(tmp_path / "threads.db")
+    try:
+        async with client(create_app(trip(seen), store)) as http:
+            ask = user("u1", "A trip, please")
+            first = await run(http, "trip", run_input("t", ask, tools=[SHOW_MAP]))
+            call = called(first)
+            [interrupt] = first[-1]["outcome"]["interrupts"]
+            *before, _ = answered(ask, call, "")
+            failed = _error_result(call, "", "the map is offline")
+            second = await run(http, "trip", run_input("t", *before, failed, tools=[SHOW_MAP]))
+            day = {"interruptId": interrupt["id"], "status": "resolved", "payload": "Monday"}
+            third = await run(
+                http, "trip", run_input("t", *before, failed, tools=[SHOW_MAP], resume=[day])
+            )
+    finally:
+        await store.aclose()
+    # The second run answers the call only: plan still waits on the day.
+    assert second[-1]["type"] == "RUN_FINISHED"
+    assert [i["id"] for i in second[-1]["outcome"]["interrupts"]] == [interrupt["id"]]
+    assert [m[-1].role for m in seen.calls] == ["user", "tool"]  # the guide went on once
+    outputs = [e["delta"] for e in third if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert outputs[-1] == "Trip: On your map: the map is offline | on Monday"
+    [result] = seen.calls[-1][-1].contents
+    assert isinstance(result, ToolResultContent)
+    assert (result.result, result.is_error) == ("the map is offline", True)
