@@ -4,8 +4,12 @@ calls the client runs, and answered by the client's tool message on the next run
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from raf import IAgent, ReactAgent, SequentialBuilder, WorkflowBuilder, tool
@@ -123,6 +127,19 @@ def answered(
     return (first, assistant, result)
 
 
+@asynccontextmanager
+async def on_sqlite(
+    agent: IAgent, tmp_path: Path
+) -> AsyncIterator[tuple[httpx2.AsyncClient, SqliteCheckpointStore]]:
+    """A client of the app serving `agent` with its threads in a SQLite file, and the store."""
+    store = SqliteCheckpointStore(tmp_path / "threads.db")
+    try:
+        async with client(create_app(agent, store)) as http:
+            yield http, store
+    finally:
+        await store.aclose()
+
+
 pytestmark = pytest.mark.anyio
 
 
@@ -175,20 +192,16 @@ async def test_the_model_is_offered_the_frontend_tools_besides_its_own() -> None
 
 @pytest.mark.parametrize("offered_again", [[SHOW_MAP], []], ids=["tools again", "no tools"])
 async def test_a_leaf_of_a_nested_workflow_calls_a_frontend_tool_and_the_turn_goes_on(
-    tmp_path: Any, offered_again: list[dict[str, Any]]
+    tmp_path: Path, offered_again: list[dict[str, Any]]
 ) -> None:
     seen = Seen()
-    store = SqliteCheckpointStore(tmp_path / "threads.db")
-    try:
-        async with client(create_app(tour(seen), store)) as http:
-            ask = user("u1", "A tour, please")
-            first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
-            call = called(first)
-            asked = (await Threads(store).open("t")).asked
-            body = run_input("t", *answered(ask, call, "a map of Lisbon"), tools=offered_again)
-            second = await run(http, "tour", body)
-    finally:
-        await store.aclose()
+    async with on_sqlite(tour(seen), tmp_path) as (http, store):
+        ask = user("u1", "A tour, please")
+        first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
+        call = called(first)
+        asked = (await Threads(store).open("t")).asked
+        body = run_input("t", *answered(ask, call, "a map of Lisbon"), tools=offered_again)
+        second = await run(http, "tour", body)
     check_order(first)
     check_order(second)
     finished = first[-1]
@@ -340,22 +353,18 @@ async def test_a_frontend_tool_result_with_an_error_reaches_the_model_as_an_erro
 
 @pytest.mark.parametrize("failing", ["guide", "wrap"])
 async def test_a_failed_turn_after_a_nested_call_was_answered_leaves_it_waiting(
-    tmp_path: Any, failing: str
+    tmp_path: Path, failing: str
 ) -> None:
     seen = Seen()
-    store = SqliteCheckpointStore(tmp_path / "threads.db")
-    try:
-        async with client(create_app(tour(seen, {failing}), store)) as http:
-            ask = user("u1", "A tour, please")
-            first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
-            call = called(first)
-            before = await Threads(store).open("t")
-            body = run_input("t", *answered(ask, call, "a map of Lisbon"), tools=[SHOW_MAP])
-            failed = await run(http, "tour", body)
-            after = await Threads(store).open("t")
-            again = await run(http, "tour", body)
-    finally:
-        await store.aclose()
+    async with on_sqlite(tour(seen, {failing}), tmp_path) as (http, store):
+        ask = user("u1", "A tour, please")
+        first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
+        call = called(first)
+        before = await Threads(store).open("t")
+        body = run_input("t", *answered(ask, call, "a map of Lisbon"), tools=[SHOW_MAP])
+        failed = await run(http, "tour", body)
+        after = await Threads(store).open("t")
+        again = await run(http, "tour", body)
     assert failed[-1]["type"] == "RUN_ERROR"
     # The failed turn left the thread as it was: the guide still waits on the same call.
     assert after.asked == before.asked == {"tour/plan/guide/call_1": call["toolCallId"]}
@@ -420,25 +429,20 @@ def trip(seen: Seen) -> IAgent:
 
 
 async def test_an_error_answer_in_a_turn_that_still_waits_on_an_interrupt_stays_an_error(
-    tmp_path: Any,
+    tmp_path: Path,
 ) -> None:
     seen = Seen()
-    store = SqliteCheckpointStore(tmp_path / "threads.db")
-    try:
-        async with client(create_app(trip(seen), store)) as http:
-            ask = user("u1", "A trip, please")
-            first = await run(http, "trip", run_input("t", ask, tools=[SHOW_MAP]))
-            call = called(first)
-            [interrupt] = first[-1]["outcome"]["interrupts"]
-            *before, _ = answered(ask, call, "")
-            failed = _error_result(call, "", "the map is offline")
-            second = await run(http, "trip", run_input("t", *before, failed, tools=[SHOW_MAP]))
-            day = {"interruptId": interrupt["id"], "status": "resolved", "payload": "Monday"}
-            third = await run(
-                http, "trip", run_input("t", *before, failed, tools=[SHOW_MAP], resume=[day])
-            )
-    finally:
-        await store.aclose()
+    async with on_sqlite(trip(seen), tmp_path) as (http, _):
+        ask = user("u1", "A trip, please")
+        first = await run(http, "trip", run_input("t", ask, tools=[SHOW_MAP]))
+        call = called(first)
+        [interrupt] = first[-1]["outcome"]["interrupts"]
+        *before, _ = answered(ask, call, "")
+        failed = _error_result(call, "", "the map is offline")
+        second = await run(http, "trip", run_input("t", *before, failed, tools=[SHOW_MAP]))
+        day = {"interruptId": interrupt["id"], "status": "resolved", "payload": "Monday"}
+        resumed = run_input("t", *before, failed, tools=[SHOW_MAP], resume=[day])
+        third = await run(http, "trip", resumed)
     # The second run answers the call only: plan still waits on the day.
     assert second[-1]["type"] == "RUN_FINISHED"
     assert [i["id"] for i in second[-1]["outcome"]["interrupts"]] == [interrupt["id"]]
