@@ -452,3 +452,31 @@ async def test_an_error_answer_in_a_turn_that_still_waits_on_an_interrupt_stays_
     [result] = seen.calls[-1][-1].contents
     assert isinstance(result, ToolResultContent)
     assert (result.result, result.is_error) == ("the map is offline", True)
+
+
+async def test_a_nested_agent_answered_one_call_of_two_waits_on_the_other_keeping_the_first(
+    tmp_path: Path,
+) -> None:
+    shown: list[list[ChatMessage]] = []
+
+    def turn(messages: list[ChatMessage]) -> Turn:
+        shown.append(list(messages))
+        if messages[-1].role == "tool":
+            return text(" | ".join(m.contents[0].result for m in messages[-2:]))  # pyright: ignore[reportAttributeAccessIssue]
+        return tool_calls(("show_map", {"city": "Lisbon"}), ("show_map", {"city": "Porto"}))
+
+    leaf = ReactAgent("guide", ScriptedProvider(turn), "Help.")
+    agent = SequentialBuilder(id="team").add_agent(leaf).build().as_agent()
+    async with on_sqlite(agent, tmp_path) as (http, store):
+        ask = user("u1", "Lisbon and Porto?")
+        first = await run(http, "team", run_input("t", ask, tools=[SHOW_MAP]))
+        lisbon, porto = (e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_START")
+        one = {"id": "r1", "role": "tool", "toolCallId": lisbon, "content": "map 1"}
+        two = {"id": "r2", "role": "tool", "toolCallId": porto, "content": "map 2"}
+        partial = await run(http, "team", run_input("t", ask, one, tools=[SHOW_MAP]))
+        asked = (await Threads(store).open("t")).asked
+        both = await run(http, "team", run_input("t", ask, one, two, tools=[SHOW_MAP]))
+    assert partial[-1]["type"] == "RUN_FINISHED" and partial[-1].get("outcome") is None
+    assert list(asked.values()) == [porto]  # the answered call is no longer open
+    assert text_of(both, "guide") == "map 1 | map 2"
+    assert len(shown) == 2  # the model asked, then went on once both were answered
