@@ -296,28 +296,46 @@ async def test_a_round_with_two_frontend_calls_and_an_own_tool_waits_for_both_ca
     assert answered_ids == ["weather_1", "map_1", "map_2"]
 
 
-async def test_answering_one_of_two_open_calls_fails_and_the_agent_still_waits_on_both() -> None:
+def two_maps(shown: list[list[ChatMessage]]) -> ReactAgent[None]:
+    """guide: shows Lisbon and Porto in one round, then says what both calls answered."""
+
     def turn(messages: list[ChatMessage]) -> Turn:
+        shown.append(list(messages))
         if messages[-1].role == "tool":
-            return text("Both shown.")
+            return text(" | ".join(m.contents[0].result for m in messages[-2:]))  # pyright: ignore[reportAttributeAccessIssue]
         return tool_calls(("show_map", {"city": "Lisbon"}), ("show_map", {"city": "Porto"}))
 
-    agent = ReactAgent("guide", ScriptedProvider(turn), "Help.")
-    async with client(create_app(agent, MemoryCheckpointStore())) as http:
-        ask = user("u1", "Lisbon and Porto?")
-        first = await run(http, "guide", run_input("t", ask, tools=[SHOW_MAP]))
-        lisbon, porto = (e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_START")
-        one = {"id": "r1", "role": "tool", "toolCallId": lisbon, "content": "map 1"}
-        two = {"id": "r2", "role": "tool", "toolCallId": porto, "content": "map 2"}
-        partial = await run(http, "guide", run_input("t", ask, one, tools=[SHOW_MAP]))
-        both = await run(http, "guide", run_input("t", ask, one, two, tools=[SHOW_MAP]))
+    return ReactAgent("guide", ScriptedProvider(turn), "Help.")
+
+
+async def one_then_both(
+    http: httpx2.AsyncClient, agent_id: str, store: Any
+) -> tuple[list[dict[str, Any]], dict[str, str], list[dict[str, Any]], str]:
+    """Runs asking for two maps, then answering the first call, then both: the partial run's
+    events, the thread's open requests after it, the last run's events, the second call's id."""
+    ask = user("u1", "Lisbon and Porto?")
+    first = await run(http, agent_id, run_input("t", ask, tools=[SHOW_MAP]))
+    lisbon, porto = (e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_START")
+    one = {"id": "r1", "role": "tool", "toolCallId": lisbon, "content": "map 1"}
+    two = {"id": "r2", "role": "tool", "toolCallId": porto, "content": "map 2"}
+    partial = await run(http, agent_id, run_input("t", ask, one, tools=[SHOW_MAP]))
+    asked = (await Threads(store).open("t")).asked
+    both = await run(http, agent_id, run_input("t", ask, one, two, tools=[SHOW_MAP]))
+    return partial, asked, both, porto
+
+
+async def test_answering_one_of_two_open_calls_fails_and_the_agent_still_waits_on_both() -> None:
+    store = MemoryCheckpointStore()
+    async with client(create_app(two_maps([]), store)) as http:
+        partial, asked, both, porto = await one_then_both(http, "guide", store)
     assert types(partial) == ["RUN_STARTED", "RUN_ERROR"]
     # The error names the open call by the id the client knows it by, not raf's request id.
     assert partial[-1]["message"] == (
         f"agent 'guide' waits on the client tool calls [{porto!r}]: answer each with a "
         "tool message whose toolCallId is its id (at 'guide')"
     )
-    assert text_of(both, "guide") == "Both shown."
+    assert len(asked) == 2  # both calls still open
+    assert text_of(both, "guide") == "map 1 | map 2"
 
 
 def _error_result(call: dict[str, Any], content: str, error: str) -> dict[str, Any]:
@@ -458,24 +476,9 @@ async def test_a_nested_agent_answered_one_call_of_two_waits_on_the_other_keepin
     tmp_path: Path,
 ) -> None:
     shown: list[list[ChatMessage]] = []
-
-    def turn(messages: list[ChatMessage]) -> Turn:
-        shown.append(list(messages))
-        if messages[-1].role == "tool":
-            return text(" | ".join(m.contents[0].result for m in messages[-2:]))  # pyright: ignore[reportAttributeAccessIssue]
-        return tool_calls(("show_map", {"city": "Lisbon"}), ("show_map", {"city": "Porto"}))
-
-    leaf = ReactAgent("guide", ScriptedProvider(turn), "Help.")
-    agent = SequentialBuilder(id="team").add_agent(leaf).build().as_agent()
+    agent = SequentialBuilder(id="team").add_agent(two_maps(shown)).build().as_agent()
     async with on_sqlite(agent, tmp_path) as (http, store):
-        ask = user("u1", "Lisbon and Porto?")
-        first = await run(http, "team", run_input("t", ask, tools=[SHOW_MAP]))
-        lisbon, porto = (e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_START")
-        one = {"id": "r1", "role": "tool", "toolCallId": lisbon, "content": "map 1"}
-        two = {"id": "r2", "role": "tool", "toolCallId": porto, "content": "map 2"}
-        partial = await run(http, "team", run_input("t", ask, one, tools=[SHOW_MAP]))
-        asked = (await Threads(store).open("t")).asked
-        both = await run(http, "team", run_input("t", ask, one, two, tools=[SHOW_MAP]))
+        partial, asked, both, porto = await one_then_both(http, "team", store)
     assert partial[-1]["type"] == "RUN_FINISHED" and partial[-1].get("outcome") is None
     assert list(asked.values()) == [porto]  # the answered call is no longer open
     assert text_of(both, "guide") == "map 1 | map 2"
