@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from raf._defaults import new_list
 from raf.engine.children import CLIENT_WAIT
-from raf.errors import AgentError, ToolError
+from raf.errors import ToolError, UnansweredCalls
 from raf.messages import ChatMessage, ToolCallContent, ToolResultContent
 from raf.react.resolve import before_resolve
 from raf.run import RunContext
@@ -56,7 +56,6 @@ __all__ = [
     "CLIENT_CALLS",
     "CLIENT_TOOL",
     "ClientCalls",
-    "UnansweredCalls",
     "client_call_id",
     "with_client_tools",
 ]
@@ -66,30 +65,6 @@ CLIENT_TOOL = "client_tool"
 
 CLIENT_CALLS = CLIENT_WAIT.removeprefix("#")
 """The name of the session entry (`"{agent place}#client_calls"`) of an agent's open calls."""
-
-
-class UnansweredCalls(AgentError):
-    """A turn answers some of the client tool calls an agent waits on, not all; nothing ran.
-
-    Attributes:
-        request_ids: the requests of the calls left open, in call order.
-    """
-
-    def __init__(self, request_ids: list[str], *, path: AgentPath) -> None:
-        super().__init__(_saying(request_ids, path, "call_id"), path=path)
-        self.request_ids = request_ids
-
-    def naming(self, ids: Sequence[str], field: str) -> str:
-        """The error as told to a client that knows the open calls by `ids` (in the order of
-        `request_ids`) and names one in an answer's `field` (AG-UI: `toolCallId`)."""
-        return str(AgentError(_saying(ids, self.path, field), path=self.path))
-
-
-def _saying(ids: Sequence[str], path: AgentPath, field: str) -> str:
-    return (
-        f"agent {'/'.join(path)!r} waits on the client tool calls {list(ids)}: answer each "
-        f"with a tool message whose {field} is its id"
-    )
 
 
 class ClientCalls(BaseModel):

@@ -62,9 +62,9 @@ from ag_ui.core import (
 
 from raf._trusted import trusted
 from raf.agent import IAgent
-from raf.errors import AgentError, AgentPath, UnknownRequest, WorkflowError
+from raf.errors import AgentError, AgentPath, UnansweredCalls, UnknownRequest, WorkflowError
 from raf.messages import ChatMessage
-from raf.react.client_calls import UnansweredCalls, client_call_id
+from raf.react.client_calls import client_call_id
 from raf.updates import AgentResponse, AgentUpdate, RequestInfoUpdate, Usage
 
 __all__ = ["USAGE_EVENT", "AguiMapper"]
