@@ -40,6 +40,7 @@ from raf.errors import RunTimeout as RunTimeout
 from raf.errors import SchemaValidationError as SchemaValidationError
 from raf.errors import SessionBusy as SessionBusy
 from raf.errors import ToolError as ToolError
+from raf.errors import UnansweredCalls as UnansweredCalls
 from raf.errors import UnknownRequest as UnknownRequest
 from raf.errors import WorkflowError as WorkflowError
 from raf.function_agent import FunctionAgent as FunctionAgent
@@ -317,6 +318,7 @@ __all__ = [
     "ToolDefinition",
     "ToolError",
     "ToolResultContent",
+    "UnansweredCalls",
     "UnknownRequest",
     "Usage",
     "VoteBuilder",

@@ -12,6 +12,7 @@
     ├── ToolError                   a tool could not be defined or called
     ├── SessionBusy                 another run of the session is in progress
     ├── UnknownRequest              a tool result answers no pending request
+    ├── UnansweredCalls             a turn answers some of an agent's client tool calls, not all
     ├── AppendConflict              an append lost the race: its key moved on (nothing written)
     ├── RoleStepFailed              a tick runner's step of one topic failed (topic, role)
     ├── DurableRunError             a durable run cannot run here, or failed in its workflow
@@ -30,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 AgentPath = tuple[str, ...]
@@ -168,6 +170,35 @@ class UnknownRequest(AgentError):
         )
         self.request_id = request_id
         self.pending = pending
+
+
+class UnansweredCalls(AgentError):
+    """A turn answers some of the client tool calls (`RunOptions.client_tools`) an agent
+    waits on, not all; nothing ran, and the agent still waits on every one.
+
+    Attributes:
+        request_ids: the requests of the calls left open, in call order.
+
+    Example:
+        >>> str(UnansweredCalls(["guide/call_2"], path=("guide",)))
+        "agent 'guide' waits on the client tool calls ['guide/call_2']: answer each with a tool message whose call_id is its id (at 'guide')"
+    """
+
+    def __init__(self, request_ids: list[str], *, path: AgentPath) -> None:
+        super().__init__(_unanswered(request_ids, path, "call_id"), path=path)
+        self.request_ids = request_ids
+
+    def naming(self, ids: Sequence[str], field: str) -> str:
+        """The error as told to a client that knows the open calls by `ids` (in the order of
+        `request_ids`) and names one in an answer's `field` (AG-UI: `toolCallId`)."""
+        return str(AgentError(_unanswered(ids, self.path, field), path=self.path))
+
+
+def _unanswered(ids: Sequence[str], path: AgentPath, field: str) -> str:
+    return (
+        f"agent {format_path(path)!r} waits on the client tool calls {list(ids)}: answer each "
+        f"with a tool message whose {field} is its id"
+    )
 
 
 class DurableRunError(AgentError):

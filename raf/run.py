@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from raf._defaults import new_dict, new_list
+from raf._defaults import new_dict, new_list, new_set
 from raf._streaming import ProducerStream, single_exceptions
 from raf.providers.seat import Prefixes, Presented
 from raf.updates import AgentPath, AgentResponse, AgentUpdate, ValueT
@@ -73,6 +73,9 @@ class Turn:
 
     answers: dict[str, Any] = field(default_factory=new_dict)
     """Answers to human requests this turn gives, by request id (ids carry full paths)."""
+    errors: set[str] = field(default_factory=new_set)
+    """Requests of `answers` answered with an error result (a tool message with `is_error`:
+    the client's tool failed), which a client tool's caller sees as one."""
     asked: list[str] = field(default_factory=new_list)
     """Ids of the requests streamed in this turn, in stream order."""
     engine: OuterRun | None = None

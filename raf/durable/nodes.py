@@ -76,6 +76,8 @@ class NodeSpec(BaseModel):
     entered calls, as `encode_state` writes them."""
     answers: dict[str, Any]
     """The turn's answers, by request id (encoded)."""
+    errors: list[str] = Field(default_factory=list[str])
+    """The requests of `answers` answered with an error result (`Turn.errors`)."""
     session: str
     """The session at the superstep's start (`Session.to_json`)."""
     options: str
@@ -139,6 +141,7 @@ def spec_of(runner: Runner, job: Job, root: str, parent: str) -> NodeSpec:
         {node: messages},
         {} if resumed is None else {node: resumed},
         answers=state.answers,
+        errors=state.errors,
         entered=state.entered,
     )
     return NodeSpec(
@@ -152,6 +155,7 @@ def spec_of(runner: Runner, job: Job, root: str, parent: str) -> NodeSpec:
         ordinal=ordinal,
         state=encode_state(carried),
         answers=encode(context.turn.answers, "the answers of the turn"),
+        errors=sorted(context.turn.errors),
         session=runner.session.to_json(),
         options=context.options.model_dump_json(),
     )
@@ -177,6 +181,7 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
     before = session.snapshot()
     options = RunOptions.model_validate_json(spec.options)
     turn.answers.update(cast(dict[str, Any], decode(spec.answers)))
+    turn.errors.update(spec.errors)
     budget = options.budget
     context = RunContext(
         path,
@@ -190,7 +195,12 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
     )
     carried = decode_state(spec.state)
     sink = AgentSink(context)
-    state = RunState(spec.superstep + 1, answers=carried.answers, entered=carried.entered)
+    state = RunState(
+        spec.superstep + 1,
+        answers=carried.answers,
+        errors=carried.errors,
+        entered=carried.entered,
+    )
     runner = Runner(
         workflow,
         state,

@@ -1,7 +1,8 @@
 """Checkpoints: a run's state as versioned JSON, saved after each superstep and read back.
 
 `Checkpoint.data` holds `{"version": 2, "workflow", "graph", "scope", "superstep", "next",
-"pending", "suspended", "fan_in", "requests", "answers", "outputs", "session"}`: every value
+"pending", "suspended", "fan_in", "requests", "answers", "outputs", "session"}` (and
+`"errors"`, the ids of the answers that are error results, when there are any): every value
 tagged by `raf.engine.codec`, including each value of the session state (node states, agent
 histories, nested workflows' kept state) under `"session"`, so `ctx.state` keeps its types
 across a resume. Version 1 (session values as untagged JSON) is still read. A waiting
@@ -111,6 +112,7 @@ def encode_state(state: RunState, *, outputs: bool = True) -> dict[str, Any]:
         else [],
         "entered": state.entered,
         "run": state.run,
+        **({"errors": sorted(state.errors)} if state.errors else {}),
     }
 
 
@@ -147,6 +149,7 @@ def decode_state(data: dict[str, Any]) -> RunState:
         outputs=[(node, decode(value)) for node, value in data["outputs"]],
         entered=dict(data.get("entered", {})),
         run=str(data.get("run", "")),
+        errors={str(rid) for rid in data.get("errors", ())},
     )
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from raf.agent import IAgent
 
 __all__ = [
+    "CLIENT_WAIT",
     "FOREIGN",
     "RUNNING",
     "WAITING",
@@ -37,6 +38,9 @@ RUNNING = "#running"
 """Suffix of the key where a nested workflow keeps its state between supersteps."""
 FOREIGN = "#foreign"
 """Suffix of the key where a waiting agent that is not raf's keeps its session."""
+CLIENT_WAIT = "#client_calls"
+"""Suffix of the key where a ReAct agent waiting on client tool calls keeps them
+(`raf.react.client_calls`)."""
 
 
 def key_of(path: AgentPath, suffix: str) -> str:

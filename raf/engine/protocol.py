@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from raf._defaults import new_list
 from raf.agent import refuse_stray_results
 from raf.engine.checkpointing import decode_state, encode_state, save_checkpoint
-from raf.engine.children import FOREIGN, RUNNING, WAITING, key_of, text_of
+from raf.engine.children import CLIENT_WAIT, FOREIGN, RUNNING, WAITING, key_of, text_of
 from raf.engine.codec import decode, encode
 from raf.engine.events import CheckpointSaved, WorkflowFailed
 from raf.engine.mapping import AgentSink, is_messages
@@ -55,7 +55,7 @@ __all__ = [
     "run_as_agent",
 ]
 
-_ENGINE_KEYS = (WAITING, RUNNING, FOREIGN)
+_ENGINE_KEYS = (WAITING, RUNNING, FOREIGN, CLIENT_WAIT)
 
 
 # --- waiting -------------------------------------------------------------------------------
@@ -412,9 +412,11 @@ async def run_as_agent(
         else:
             state = waiting.state
             state.answer(turn.answers)
+            state.errors |= turn.errors & state.answers.keys()
             # Levels below that run again need every answer, earlier turns' too.
             for request_id, value in state.answers.items():
                 turn.answers.setdefault(request_id, value)
+            turn.errors |= state.errors
     root = RootRun(session, record) if engine is None else None
     runner = Runner(
         workflow,
@@ -473,6 +475,12 @@ async def root_turn(
     if waiting is not None:
         answers = answers_from(messages, pending)
         ctx.turn.answers.update(answers)
+        ctx.turn.errors.update(
+            c.call_id
+            for m in messages
+            for c in m.contents
+            if c.type == "tool_result" and c.is_error and c.call_id in answers
+        )
         entered = _as_history(messages, answers)
         recorded = waiting.recorded
     conversation = [*history, *entered]

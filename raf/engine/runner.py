@@ -222,6 +222,7 @@ class Runner:
                     state.outputs,
                     state.entered,
                     state.run,
+                    state.errors,
                 )
             jobs: list[_Job] = [
                 (node, messages, index, 0, None) for node, messages in batch.items()
@@ -263,6 +264,7 @@ class Runner:
                 state.outputs,
                 state.entered,
                 state.run,
+                state.errors,
             )
         unanswered = {r.node_id for r in requests if r.request_id not in answers}
         state.suspended = {n: s for n, s in suspended.items() if n in unanswered}
@@ -340,6 +342,7 @@ class Runner:
                 for request in work.requests:
                     # Asked again (a nested agent that did not take the answer): open again.
                     state.answers.pop(request.request_id, None)
+                    state.errors.discard(request.request_id)
             if work.outbox:
                 self._deliver(work.node_id, work.outbox, touched)
         if touched:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from raf._defaults import new_dict, new_list
+from raf._defaults import new_dict, new_list, new_set
 
 __all__ = ["PendingRequest", "RunState", "RunStatus", "Suspension"]
 
@@ -73,6 +73,8 @@ class RunState:
     run: str = ""
     """The id of the root run whose tool calls are recorded (`raf.engine.journal`), given when
     a run that checkpoints starts; empty otherwise."""
+    errors: set[str] = field(default_factory=new_set)
+    """The requests of `answers` answered with an error result (`Turn.errors`)."""
 
     @classmethod
     def start(cls, node_id: str, message: Any) -> RunState:

@@ -165,6 +165,7 @@ async def _turn_from(
     before = session.snapshot()
     session.restore(snapshot)
     ctx.turn.answers.update(state.answers)
+    ctx.turn.errors.update(state.errors)
     sink = AgentSink(ctx)
     root = RootRun(session, record)
     runner = Runner(

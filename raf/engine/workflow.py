@@ -423,7 +423,9 @@ class Workflow:
         root = RootRun(session, None if turn_data is None else turn_data[0])
         answers = answer_messages(state, responses or {})
         telemetry = active_telemetry()
-        turn = Turn(answers=dict(state.answers), engine=root, telemetry=telemetry)
+        turn = Turn(
+            answers=dict(state.answers), errors=set(state.errors), engine=root, telemetry=telemetry
+        )
         runner = Runner(self, state, sink, session, scope=scope, turn=turn, progress=root)
         root.bind(runner)
         if turn_data is not None and not answers:

@@ -284,7 +284,7 @@ class ReactAgent(BaseAgent[ValueT]):
         if any(request_id not in answers for request_id, _ in kept.calls):
             ctx.session.pop(ClientCalls.key(ctx.place))  # a fresh call: that wait is stale
             return await loop.run(messages, ctx)
-        earlier = [*kept.messages, *kept.results(answers, self.id)]
+        earlier = [*kept.messages, *kept.results(answers, ctx.turn.errors, self.id)]
         response = await loop.run(messages, ctx, earlier)
         if response.status != "waiting":
             ctx.session.pop(ClientCalls.key(ctx.place))

@@ -7,8 +7,10 @@ request per client call, id `"{agent place}/{call id}"` and payload
 messages of that turn and the calls it waits on in its session (`"{agent place}#client_calls"`,
 so a checkpoint holds them and the ids come out the same). The next turn answers them as
 raf's requests are answered: a tool message `ToolResultContent(call_id=<request id>, ...)`
-answers that call, plain text the oldest open one. The model then sees each answer as the
-tool result of its own call, and the loop goes on.
+answers that call (an error when its `is_error` is set: the client's tool failed), plain text
+the oldest open one. The model then sees each answer as the tool result of its own call,
+marked as an error where the answer was one, and the loop goes on. A turn that fails leaves
+the wait as it was, so the next turn can answer it again.
 
 Example:
     >>> import anyio
@@ -33,13 +35,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from raf._defaults import new_list
-from raf.errors import AgentError, ToolError
+from raf.engine.children import CLIENT_WAIT
+from raf.errors import ToolError, UnansweredCalls
 from raf.messages import ChatMessage, ToolCallContent, ToolResultContent
 from raf.react.resolve import before_resolve
 from raf.run import RunContext
@@ -60,7 +63,7 @@ __all__ = [
 CLIENT_TOOL = "client_tool"
 """The payload key naming the client tool of a request that is a client tool's call."""
 
-CLIENT_CALLS = "client_calls"
+CLIENT_CALLS = CLIENT_WAIT.removeprefix("#")
 """The name of the session entry (`"{agent place}#client_calls"`) of an agent's open calls."""
 
 
@@ -89,12 +92,13 @@ class ClientCalls(BaseModel):
 
     def answers(
         self, messages: Sequence[ChatMessage]
-    ) -> tuple[dict[str, str], list[str], list[ChatMessage]]:
-        """The answers `messages` give (request id to text), the ids left open, and the
-        messages that answer none: a tool result naming a request answers it, a user
-        message's text the oldest one open."""
+    ) -> tuple[dict[str, str], set[str], list[str], list[ChatMessage]]:
+        """The answers `messages` give (request id to text), the ids answered with an error,
+        the ids left open, and the messages that answer none: a tool result naming a request
+        answers it, a user message's text the oldest one open."""
         open_ = [request_id for request_id, _ in self.calls]
         answers: dict[str, str] = {}
+        errors: set[str] = set()
         rest: list[ChatMessage] = []
         for message in messages:
             results = [c for c in message.contents if c.type == "tool_result"]
@@ -102,18 +106,29 @@ class ClientCalls(BaseModel):
                 if result.call_id in open_:
                     open_.remove(result.call_id)
                     answers[result.call_id] = result.result
+                    if result.is_error:
+                        errors.add(result.call_id)
             if not results and message.role == "user" and open_:
                 answers[open_.pop(0)] = message.text
             elif not any(r.call_id in answers for r in results):
                 rest.append(message)
-        return answers, open_, rest
+        return answers, errors, open_, rest
 
-    def results(self, answers: dict[str, Any], author: str | None) -> list[ChatMessage]:
-        """The model's view of `answers`: a tool result of each call, in call order."""
+    def results(
+        self, answers: Mapping[str, Any], errors: Container[str], author: str | None
+    ) -> list[ChatMessage]:
+        """The model's view of `answers`: a tool result of each call, in call order, an error
+        one where the request's id is in `errors`."""
         return [
             ChatMessage(
                 role="tool",
-                contents=[ToolResultContent(call_id=call_id, result=_text(answers[request_id]))],
+                contents=[
+                    ToolResultContent(
+                        call_id=call_id,
+                        result=_text(answers[request_id]),
+                        is_error=request_id in errors,
+                    )
+                ],
                 author=author,
             )
             for request_id, call_id in self.calls
@@ -127,16 +142,12 @@ class ClientCalls(BaseModel):
         the calls they answer, then the rest.
 
         Raises:
-            AgentError: when a call stays unanswered (the model cannot go on without it).
+            UnansweredCalls: when a call stays unanswered (the model cannot go on without it).
         """
-        answers, open_, rest = self.answers(messages)
+        answers, errors, open_, rest = self.answers(messages)
         if open_:
-            raise AgentError(
-                f"agent {'/'.join(ctx.path)!r} waits on the client tool calls {open_}: "
-                "answer each with a tool message whose call_id is its request id",
-                path=ctx.path,
-            )
-        return [*self.results(answers, author), *rest]
+            raise UnansweredCalls(open_, path=ctx.path)
+        return [*self.results(answers, errors, author), *rest]
 
 
 def _text(answer: Any) -> str:

@@ -14,6 +14,7 @@ from raf import (
     ConcurrentBuilder,
     FunctionAgent,
     ReactAgent,
+    RunOptions,
     SequentialBuilder,
     Session,
 )
@@ -21,8 +22,9 @@ from raf.durable import DurableAgent, answer
 from raf.durable.nodes import NodeResult
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.errors import DurableRunError
+from raf.messages import ToolResultContent
 from raf.testing import ScriptedProvider, text, tool_calls
-from raf.tools import tool
+from raf.tools import ToolDefinition, tool
 from raf.updates import AgentUpdate, MessageCompleted
 from tests.strategies import Con, Leaf, Seq, build
 
@@ -338,3 +340,31 @@ async def test_a_tree_of_nested_sequential_and_concurrent_workflows_ends_as_the_
     )["state"]
     deepest = "seq0:x:0/seq0/con2@1#0/seq0/con2/con7@1#0/seq0/con2/con7/leaf8@1#0"
     assert deepest in await recorded("seq0:x:0")
+
+
+async def test_a_nested_client_tool_call_answered_with_an_error_reaches_its_model_as_one(
+    dbos_sqlite: str,
+) -> None:
+    shown: list[ChatMessage] = []
+
+    def guide_turn(messages: list[ChatMessage]) -> Any:
+        if messages[-1].role == "tool":
+            shown.append(messages[-1])
+            return text(f"failed: {messages[-1].contents[0].result}")  # pyright: ignore[reportAttributeAccessIssue]
+        return tool_calls(("show_map", {"city": "Lisbon"}))
+
+    guide = ReactAgent("guide", ScriptedProvider(guide_turn), "Show the city.")
+    planner = ReactAgent("planner", ScriptedProvider(lambda m: text("Plan.")), "Plan.")
+    inner = SequentialBuilder(id="plan").add_agent(planner).add_agent(guide).build().as_agent()
+    tour = SequentialBuilder(id="tour").add_agent(inner).build().as_agent()
+    options = RunOptions(client_tools=[ToolDefinition(name="show_map")])
+    durable = DurableAgent(tour, poll_seconds=0.01)
+    DBOS.launch()
+    session = Session(id="t")
+    asked = await durable.run("a tour", session, options)
+    [request] = asked.pending
+    failed = ChatMessage.tool_result(request.request_id, "the map is offline", is_error=True)
+    response = await durable.run(failed, session, options)
+    assert response.text == "failed: the map is offline"
+    [result] = shown[-1].contents
+    assert isinstance(result, ToolResultContent) and result.is_error

@@ -16,7 +16,8 @@ from raf.engine import (
     Workflow,
     WorkflowBuilder,
 )
-from raf.engine.checkpointing import DATA_VERSION
+from raf.engine.checkpointing import DATA_VERSION, decode_state, encode_state
+from raf.engine.state import RunState
 from raf.errors import CheckpointError
 from raf.messages import ChatMessage
 from raf.session import Session
@@ -420,3 +421,11 @@ async def test_a_lone_surrogate_in_the_input_of_a_checkpointing_run_is_replaced(
     assert [m.text for m in direct.outputs] == [
         "raw \ufffd>start>left>deep + raw \ufffd>start>right"
     ]
+
+
+@pytest.mark.parametrize("errors", [set(), {"wf/guide/call_1"}], ids=["none", "one"])
+def test_the_answers_that_are_errors_come_back_from_a_checkpoint(errors: set[str]) -> None:
+    state = RunState(answers={"wf/guide/call_1": "offline", "wf/ask@1#0": "yes"}, errors=errors)
+    data = encode_state(state)
+    assert ("errors" in data) == bool(errors)  # a checkpoint without any stays as it was
+    assert decode_state(json.loads(json.dumps(data))).errors == errors

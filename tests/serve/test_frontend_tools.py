@@ -4,13 +4,18 @@ calls the client runs, and answered by the client's tool message on the next run
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from raf import IAgent, ReactAgent, SequentialBuilder, WorkflowBuilder, tool
 from raf.engine import FunctionExecutor, NodeContext
-from raf.messages import ChatMessage
+from raf.errors import ProviderError
+from raf.messages import ChatMessage, ToolResultContent
 from raf.serve import create_app
 from raf.serve.threads import Threads
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
@@ -55,14 +60,29 @@ def guide(seen: Seen) -> ReactAgent[None]:
     return ReactAgent("guide", ScriptedProvider(seen.guide), "Show the user the city.")
 
 
-def tour(seen: Seen) -> IAgent:
-    """tour (graph): plan (sequential: planner → guide [show_map, a frontend tool]) → wrap."""
+def tour(seen: Seen, failing: set[str] | None = None) -> IAgent:
+    """tour (graph): plan (sequential: planner → guide [show_map, a frontend tool]) → wrap.
+
+    `failing` names the parts that fail once after the call was answered: `"guide"` (its
+    model), `"wrap"`."""
+    fails = failing if failing is not None else set()
     planner = ReactAgent(
         "planner", ScriptedProvider(lambda m: text("Plan: Lisbon.")), "Plan the tour."
     )
-    plan = SequentialBuilder(id="plan").add_agent(planner).add_agent(guide(seen)).build()
+
+    def guide_turn(messages: list[ChatMessage]) -> Turn:
+        if messages[-1].role == "tool" and "guide" in fails:
+            fails.discard("guide")
+            raise ProviderError("the model is down", model="scripted")
+        return seen.guide(messages)
+
+    guide = ReactAgent("guide", ScriptedProvider(guide_turn), "Show the user the city.")
+    plan = SequentialBuilder(id="plan").add_agent(planner).add_agent(guide).build()
 
     async def wrap(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        if "wrap" in fails:
+            fails.discard("wrap")
+            raise RuntimeError("wrap failed")
         await ctx.yield_output(
             ChatMessage.assistant(f"Tour done: {conversation[-1].text}", author="wrap")
         )
@@ -105,6 +125,19 @@ def answered(
     }
     result = {"id": "r1", "role": "tool", "toolCallId": call["toolCallId"], "content": content}
     return (first, assistant, result)
+
+
+@asynccontextmanager
+async def on_sqlite(
+    agent: IAgent, tmp_path: Path
+) -> AsyncIterator[tuple[httpx2.AsyncClient, SqliteCheckpointStore]]:
+    """A client of the app serving `agent` with its threads in a SQLite file, and the store."""
+    store = SqliteCheckpointStore(tmp_path / "threads.db")
+    try:
+        async with client(create_app(agent, store)) as http:
+            yield http, store
+    finally:
+        await store.aclose()
 
 
 pytestmark = pytest.mark.anyio
@@ -159,20 +192,16 @@ async def test_the_model_is_offered_the_frontend_tools_besides_its_own() -> None
 
 @pytest.mark.parametrize("offered_again", [[SHOW_MAP], []], ids=["tools again", "no tools"])
 async def test_a_leaf_of_a_nested_workflow_calls_a_frontend_tool_and_the_turn_goes_on(
-    tmp_path: Any, offered_again: list[dict[str, Any]]
+    tmp_path: Path, offered_again: list[dict[str, Any]]
 ) -> None:
     seen = Seen()
-    store = SqliteCheckpointStore(tmp_path / "threads.db")
-    try:
-        async with client(create_app(tour(seen), store)) as http:
-            ask = user("u1", "A tour, please")
-            first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
-            call = called(first)
-            asked = (await Threads(store).open("t")).asked
-            body = run_input("t", *answered(ask, call, "a map of Lisbon"), tools=offered_again)
-            second = await run(http, "tour", body)
-    finally:
-        await store.aclose()
+    async with on_sqlite(tour(seen), tmp_path) as (http, store):
+        ask = user("u1", "A tour, please")
+        first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
+        call = called(first)
+        asked = (await Threads(store).open("t")).asked
+        body = run_input("t", *answered(ask, call, "a map of Lisbon"), tools=offered_again)
+        second = await run(http, "tour", body)
     check_order(first)
     check_order(second)
     finished = first[-1]
@@ -267,24 +296,190 @@ async def test_a_round_with_two_frontend_calls_and_an_own_tool_waits_for_both_ca
     assert answered_ids == ["weather_1", "map_1", "map_2"]
 
 
-async def test_answering_one_of_two_open_calls_fails_and_the_agent_still_waits_on_both() -> None:
+def two_maps(shown: list[list[ChatMessage]]) -> ReactAgent[None]:
+    """guide: shows Lisbon and Porto in one round, then says what both calls answered."""
+
     def turn(messages: list[ChatMessage]) -> Turn:
+        shown.append(list(messages))
         if messages[-1].role == "tool":
-            return text("Both shown.")
+            return text(" | ".join(m.contents[0].result for m in messages[-2:]))  # pyright: ignore[reportAttributeAccessIssue]
         return tool_calls(("show_map", {"city": "Lisbon"}), ("show_map", {"city": "Porto"}))
 
-    agent = ReactAgent("guide", ScriptedProvider(turn), "Help.")
-    async with client(create_app(agent, MemoryCheckpointStore())) as http:
-        ask = user("u1", "Lisbon and Porto?")
-        first = await run(http, "guide", run_input("t", ask, tools=[SHOW_MAP]))
-        lisbon, porto = (e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_START")
-        one = {"id": "r1", "role": "tool", "toolCallId": lisbon, "content": "map 1"}
-        two = {"id": "r2", "role": "tool", "toolCallId": porto, "content": "map 2"}
-        partial = await run(http, "guide", run_input("t", ask, one, tools=[SHOW_MAP]))
-        both = await run(http, "guide", run_input("t", ask, one, two, tools=[SHOW_MAP]))
+    return ReactAgent("guide", ScriptedProvider(turn), "Help.")
+
+
+async def one_then_both(
+    http: httpx2.AsyncClient, agent_id: str, store: Any
+) -> tuple[list[dict[str, Any]], dict[str, str], list[dict[str, Any]], str]:
+    """Runs asking for two maps, then answering the first call, then both: the partial run's
+    events, the thread's open requests after it, the last run's events, the second call's id."""
+    ask = user("u1", "Lisbon and Porto?")
+    first = await run(http, agent_id, run_input("t", ask, tools=[SHOW_MAP]))
+    lisbon, porto = (e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_START")
+    one = {"id": "r1", "role": "tool", "toolCallId": lisbon, "content": "map 1"}
+    two = {"id": "r2", "role": "tool", "toolCallId": porto, "content": "map 2"}
+    partial = await run(http, agent_id, run_input("t", ask, one, tools=[SHOW_MAP]))
+    asked = (await Threads(store).open("t")).asked
+    both = await run(http, agent_id, run_input("t", ask, one, two, tools=[SHOW_MAP]))
+    return partial, asked, both, porto
+
+
+async def test_answering_one_of_two_open_calls_fails_and_the_agent_still_waits_on_both() -> None:
+    store = MemoryCheckpointStore()
+    async with client(create_app(two_maps([]), store)) as http:
+        partial, asked, both, porto = await one_then_both(http, "guide", store)
     assert types(partial) == ["RUN_STARTED", "RUN_ERROR"]
+    # The error names the open call by the id the client knows it by, not raf's request id.
     assert partial[-1]["message"] == (
-        "agent 'guide' waits on the client tool calls ['guide/call_2']: answer each with a "
-        "tool message whose call_id is its request id (at 'guide')"
+        f"agent 'guide' waits on the client tool calls [{porto!r}]: answer each with a "
+        "tool message whose toolCallId is its id (at 'guide')"
     )
-    assert text_of(both, "guide") == "Both shown."
+    assert len(asked) == 2  # both calls still open
+    assert text_of(both, "guide") == "map 1 | map 2"
+
+
+def _error_result(call: dict[str, Any], content: str, error: str) -> dict[str, Any]:
+    return {
+        "id": "r1",
+        "role": "tool",
+        "toolCallId": call["toolCallId"],
+        "content": content,
+        "error": error,
+    }
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["root", "nested"])
+async def test_a_frontend_tool_result_with_an_error_reaches_the_model_as_an_error(
+    nested: bool,
+) -> None:
+    seen = Seen()
+    agent = tour(seen) if nested else guide(seen)
+    async with client(create_app(agent, MemoryCheckpointStore())) as http:
+        ask = user("u1", "Where is Lisbon?")
+        first = await run(http, agent.id, run_input("t", ask, tools=[SHOW_MAP]))
+        call = called(first)
+        *before, _ = answered(ask, call, "")
+        failed = _error_result(call, "", "the map is offline")
+        second = await run(http, agent.id, run_input("t", *before, failed, tools=[SHOW_MAP]))
+    check_order(second)
+    assert second[-1]["type"] == "RUN_FINISHED"
+    assert text_of(second, "guide") == "On your map: the map is offline"
+    [result] = seen.calls[-1][-1].contents
+    assert isinstance(result, ToolResultContent)
+    assert (result.result, result.is_error) == ("the map is offline", True)
+
+
+@pytest.mark.parametrize("failing", ["guide", "wrap"])
+async def test_a_failed_turn_after_a_nested_call_was_answered_leaves_it_waiting(
+    tmp_path: Path, failing: str
+) -> None:
+    seen = Seen()
+    async with on_sqlite(tour(seen, {failing}), tmp_path) as (http, store):
+        ask = user("u1", "A tour, please")
+        first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
+        call = called(first)
+        before = await Threads(store).open("t")
+        body = run_input("t", *answered(ask, call, "a map of Lisbon"), tools=[SHOW_MAP])
+        failed = await run(http, "tour", body)
+        after = await Threads(store).open("t")
+        again = await run(http, "tour", body)
+    assert failed[-1]["type"] == "RUN_ERROR"
+    # The failed turn left the thread as it was: the guide still waits on the same call.
+    assert after.asked == before.asked == {"tour/plan/guide/call_1": call["toolCallId"]}
+    assert after.session.snapshot() == before.session.snapshot()
+    assert again[-1]["type"] == "RUN_FINISHED"
+    outputs = [e["delta"] for e in again if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert outputs[-1] == "Tour done: On your map: a map of Lisbon"
+    # The guide's model asked once, then went on from the answer (again, when the turn
+    # failed after it), never asking anew.
+    went_on = ["tool", "tool"] if failing == "wrap" else ["tool"]
+    assert [m[-1].role for m in seen.calls] == ["user", *went_on]
+
+
+async def test_a_result_for_no_open_call_fails_naming_the_open_calls_by_the_clients_ids() -> None:
+    async with client(create_app(tour(Seen()), MemoryCheckpointStore())) as http:
+        ask = user("u1", "A tour, please")
+        first = await run(http, "tour", run_input("t", ask, tools=[SHOW_MAP]))
+        call = called(first)
+        stray = {"id": "r1", "role": "tool", "toolCallId": "nope", "content": "a map"}
+        refused = await run(http, "tour", run_input("t", ask, stray, tools=[SHOW_MAP]))
+    assert types(refused) == ["RUN_STARTED", "RUN_ERROR"]
+    message = refused[-1]["message"]
+    assert f"the pending requests are [{call['toolCallId']!r}]" in message
+    assert "tour/plan/guide/call_1" not in message
+
+
+def trip(seen: Seen) -> IAgent:
+    """trip (graph): plan (graph: split → [guide (show_map, a frontend tool), ask (an
+    interrupt)] → merge) → done. Each of plan's two requests can be answered in its own turn."""
+
+    async def split(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.send(conversation)
+
+    async def ask(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        day = await ctx.request_info({"question": "Which day?"})
+        await ctx.send([ChatMessage.assistant(f"on {day}", author="ask")])
+
+    async def merge(reports: list[list[ChatMessage]], ctx: NodeContext) -> None:
+        said = " | ".join(r[-1].text for r in reports)
+        await ctx.yield_output(ChatMessage.assistant(said, author="merge"))
+
+    plan = (
+        WorkflowBuilder("plan")
+        .add_executor(FunctionExecutor("split", split))
+        .add_fan_out("split", [guide(seen), FunctionExecutor("ask", ask)])
+        .add_fan_in(["guide", "ask"], FunctionExecutor("merge", merge))
+        .set_start("split")
+        .build()
+        .as_agent()
+    )
+
+    async def done(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.yield_output(ChatMessage.assistant(f"Trip: {conversation[-1].text}"))
+
+    return (
+        WorkflowBuilder("trip")
+        .add_edge(plan, FunctionExecutor("done", done))
+        .set_start("plan")
+        .build()
+        .as_agent()
+    )
+
+
+async def test_an_error_answer_in_a_turn_that_still_waits_on_an_interrupt_stays_an_error(
+    tmp_path: Path,
+) -> None:
+    seen = Seen()
+    async with on_sqlite(trip(seen), tmp_path) as (http, _):
+        ask = user("u1", "A trip, please")
+        first = await run(http, "trip", run_input("t", ask, tools=[SHOW_MAP]))
+        call = called(first)
+        [interrupt] = first[-1]["outcome"]["interrupts"]
+        *before, _ = answered(ask, call, "")
+        failed = _error_result(call, "", "the map is offline")
+        second = await run(http, "trip", run_input("t", *before, failed, tools=[SHOW_MAP]))
+        day = {"interruptId": interrupt["id"], "status": "resolved", "payload": "Monday"}
+        resumed = run_input("t", *before, failed, tools=[SHOW_MAP], resume=[day])
+        third = await run(http, "trip", resumed)
+    # The second run answers the call only: plan still waits on the day.
+    assert second[-1]["type"] == "RUN_FINISHED"
+    assert [i["id"] for i in second[-1]["outcome"]["interrupts"]] == [interrupt["id"]]
+    assert [m[-1].role for m in seen.calls] == ["user", "tool"]  # the guide went on once
+    outputs = [e["delta"] for e in third if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert outputs[-1] == "Trip: On your map: the map is offline | on Monday"
+    [result] = seen.calls[-1][-1].contents
+    assert isinstance(result, ToolResultContent)
+    assert (result.result, result.is_error) == ("the map is offline", True)
+
+
+async def test_a_nested_agent_answered_one_call_of_two_waits_on_the_other_keeping_the_first(
+    tmp_path: Path,
+) -> None:
+    shown: list[list[ChatMessage]] = []
+    agent = SequentialBuilder(id="team").add_agent(two_maps(shown)).build().as_agent()
+    async with on_sqlite(agent, tmp_path) as (http, store):
+        partial, asked, both, porto = await one_then_both(http, "team", store)
+    assert partial[-1]["type"] == "RUN_FINISHED" and partial[-1].get("outcome") is None
+    assert list(asked.values()) == [porto]  # the answered call is no longer open
+    assert text_of(both, "guide") == "map 1 | map 2"
+    assert len(shown) == 2  # the model asked, then went on once both were answered

@@ -138,3 +138,24 @@ def test_a_frontend_tool_result_answers_the_request_its_call_is_known_by() -> No
     [result] = message.contents
     assert isinstance(result, ToolResultContent)
     assert (result.call_id, result.result) == ("guide/call_1", "shown")
+    assert not result.is_error
+
+
+@pytest.mark.parametrize(
+    ("content", "error", "said"),
+    [
+        ("", "the map is offline", "the map is offline"),
+        ("no map", "the map is offline", "no map\nthe map is offline"),
+        ("the map is offline", "the map is offline", "the map is offline"),
+    ],
+    ids=["error only", "content and error", "error in the content"],
+)
+def test_a_tool_message_with_an_error_is_an_error_result_saying_it(
+    content: str, error: str, said: str
+) -> None:
+    failed = {"id": "r1", "role": "tool", "toolCallId": "wire-1", "content": content}
+    given = run(messages=[{**failed, "error": error}])
+    [message] = new_input(given, seen=set(), asked={"guide/call_1": "wire-1"}).messages
+    [result] = message.contents
+    assert isinstance(result, ToolResultContent)
+    assert (result.call_id, result.result, result.is_error) == ("guide/call_1", said, True)

@@ -15,7 +15,8 @@ Frontend `tools` become the run's client tools (`RunOptions.client_tools`): ever
 in the tree offers them to its model; a call of one streams as `TOOL_CALL_*` and the run ends
 with it open, for the client to run. The client's `ToolMessage` for that call (its
 `tool_call_id` is the one `TOOL_CALL_START` gave) answers the request raf's agent waits on, so
-the model sees it as the call's result.
+the model sees it as the call's result; one with an `error` is an error result (its text the
+content, then the error), which the model sees marked as one.
 
 Example:
     >>> from ag_ui.core import RunAgentInput, UserMessage
@@ -167,10 +168,15 @@ def _convert(message: Message, requests: Mapping[str, str]) -> ChatMessage | Non
             return ChatMessage.system(message.content)
         case ToolMessage():
             # A frontend tool's result answers the request the calling agent waits on.
+            # One with an `error` is an error result, its text the content and the error.
+            said = _text(message.content, message.id)
+            error = message.error
+            if error and error not in said:
+                said = f"{said}\n{error}" if said else error
             return ChatMessage.tool_result(
                 requests.get(message.tool_call_id, message.tool_call_id),
-                _text(message.content, message.id),
-                is_error=message.error is not None,
+                said,
+                is_error=error is not None,
             )
         case AssistantMessage():
             contents: list[Content] = []

@@ -62,7 +62,7 @@ from ag_ui.core import (
 
 from raf._trusted import trusted
 from raf.agent import IAgent
-from raf.errors import AgentError, AgentPath, WorkflowError
+from raf.errors import AgentError, AgentPath, UnansweredCalls, UnknownRequest, WorkflowError
 from raf.messages import ChatMessage
 from raf.react.client_calls import client_call_id
 from raf.updates import AgentResponse, AgentUpdate, RequestInfoUpdate, Usage
@@ -180,7 +180,9 @@ class AguiMapper:
     ) -> list[BaseEvent]:
         """Close the open messages, tool calls and steps; `SUBAGENT_ERROR` for each open
         subagent on the failing path; then `RUN_ERROR` (saying `message`, else the error;
-        its code `code`, else the error's class name).
+        its code `code`, else the error's class name). An error naming open requests names
+        them by the ids the client knows (a frontend tool call's `toolCallId`, an interrupt's
+        id), not raf's request ids.
 
         Its `metadata.path` names the agent where the error happened, from the root.
         """
@@ -195,7 +197,7 @@ class AguiMapper:
                 events.extend(self._call_end(call_path, call_id))
         for lane_path in list(self._lanes):
             events.extend(self._close_lane(lane_path))
-        message = message or str(error) or type(error).__name__
+        message = message or self._told(error) or type(error).__name__
         code = code or type(error).__name__
         for sub_path in sorted(self._subagents, key=len, reverse=True):
             if path[: len(sub_path)] == sub_path:
@@ -214,6 +216,15 @@ class AguiMapper:
             )
         )
         return events
+
+    def _told(self, error: BaseException) -> str:
+        """What the client is told of `error`: open requests named by the ids it knows."""
+        if isinstance(error, UnansweredCalls):
+            return error.naming([self.client_id(r) for r in error.request_ids], "toolCallId")
+        if isinstance(error, UnknownRequest):
+            pending = [self.client_id(r) for r in error.pending]
+            return str(UnknownRequest(error.request_id, pending, path=error.path))
+        return str(error)
 
     def _unstreamed(self, messages: list[ChatMessage]) -> list[BaseEvent]:
         """Text messages of the response that no agent streamed (a graph's outputs, say)."""
