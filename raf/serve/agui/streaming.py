@@ -29,7 +29,7 @@ from pydantic_core import to_json
 from raf._streaming import Channel
 from raf.agent import IAgent, RunOptions
 from raf.engine import WorkflowAgent, run_from
-from raf.errors import SessionBusy, UnknownRequest
+from raf.errors import SessionBusy, UnansweredCalls, UnknownRequest
 from raf.serve.agui.inputs import input_ids, new_input
 from raf.serve.agui.mapper import AguiMapper
 from raf.serve.threads import Thread, Threads
@@ -282,7 +282,7 @@ async def _run_on(
             thread.shared = shared
             await emit(events)
     except Exception as exc:
-        if not isinstance(exc, UnknownRequest):  # a client's mistake is not the server's
+        if not isinstance(exc, UnknownRequest | UnansweredCalls):  # the client's mistake
             logger.warning("run of %r on thread %r failed", agent.id, thread.id, exc_info=True)
         await emit(mapper.failed(exc))
     finally:
