@@ -5,7 +5,8 @@ A run that checkpoints re-runs, on resume, the superstep a crash interrupted; th
 in it ask their model again and reach the same tool calls. Each call is recorded in the
 store's event log (key `"raf.tool-calls/{run id}"`) before it runs (`tool.started`, unless
 the tool is idempotent) and after it ends (`tool.ended`, with its result), under a stable id:
-the agent's place, the call's index in its run and the tool (`"team/writer#1:send_mail"`).
+the agent's place, the node call (or superstep) that runs it, the call's index in the agent's
+run and the tool (`"team/writer[writer@2#0]#1:send_mail"`).
 When the re-run reaches a recorded call with the same tool and arguments:
 
     ended                   its recorded result is used; the tool does not run again;
@@ -20,7 +21,7 @@ doubt (the human is asked about the recorded arguments); another tool there is a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -61,12 +62,21 @@ class ToolJournal:
         log: the run's store.
         run_id: the run's id (`RunState.run`), kept in its checkpoints.
         fresh: the run has just started: nothing is recorded yet, so nothing is read.
+        superstep: the root's current superstep, which names a call that no node call names.
     """
 
-    __slots__ = ("_key", "_lock", "_log", "_records")
+    __slots__ = ("_key", "_lock", "_log", "_records", "_superstep")
 
-    def __init__(self, log: EventLog, run_id: str, *, fresh: bool) -> None:
+    def __init__(
+        self,
+        log: EventLog,
+        run_id: str,
+        *,
+        fresh: bool,
+        superstep: Callable[[], int] = lambda: 0,
+    ) -> None:
         self._log = log
+        self._superstep = superstep
         self._key = f"raf.tool-calls/{run_id}"
         self._records: dict[str, list[_Record]] | None = {} if fresh else None
         self._lock = anyio.Lock()
@@ -88,7 +98,7 @@ class ToolJournal:
         for index, call in calls:
             if call.name in idempotent:
                 continue
-            step = _step(ctx, index, call)
+            step = _step(ctx, index, call, self._superstep)
             result, doubtful = await self._look_up(step, call)
             if result is not None or doubtful is None:
                 continue
@@ -118,7 +128,7 @@ class ToolJournal:
         """Run call `index` of the agent at `ctx.place` through `run`, recorded before and
         after; give a recorded result instead, or take a human's decision on it (`check`
         made sure there is one)."""
-        step = _step(ctx, index, call)
+        step = _step(ctx, index, call, self._superstep)
         result, doubtful = await self._look_up(step, call)
         if result is not None:
             return result
@@ -193,7 +203,11 @@ class ToolJournal:
             records.setdefault(step, []).append(_Record(call.arguments, result))
 
 
-def _step(ctx: RunContext, index: int, call: ToolCallContent) -> str:
-    """The stable id of call `index` of the agent at `ctx.place`: `"{place}#{index}:{tool}"`,
-    named as a durable run names its steps."""
-    return f"{'/'.join(ctx.place)}#{index}:{call.name}"
+def _step(ctx: RunContext, index: int, call: ToolCallContent, superstep: Callable[[], int]) -> str:
+    """The stable id of call `index` of the agent at `ctx.place`, in the node call that runs
+    it (`ctx.call`, `"{node}@{superstep}#{n}"`) or else in the root's superstep:
+    `"{place}[{call or superstep}]#{index}:{tool}"`. A resumed superstep names its calls alike;
+    an agent that a later superstep runs again (a loop, a role's next step) makes calls of its
+    own, never finding the earlier ones' results."""
+    where = ctx.call if ctx.call is not None else str(superstep())
+    return f"{'/'.join(ctx.place)}[{where}]#{index}:{call.name}"

@@ -266,7 +266,9 @@ class RootRun:
             state.run = new_id()
         store = runner.session.store
         if isinstance(store, EventLog):
-            self.journal = ToolJournal(store, state.run, fresh=fresh)
+            self.journal = ToolJournal(
+                store, state.run, fresh=fresh, superstep=lambda: runner.state.superstep
+            )
 
     async def saved(self, runner: Runner, index: int) -> RunStatus | None:
         """After superstep `index` of the root: save a checkpoint of its state."""

@@ -73,7 +73,7 @@ async def test_a_call_cut_short_is_asked_about_with_its_recorded_arguments(
         waiting = await mail.workflow.resume(latest, store)
         assert waiting.status == "waiting"
         [request] = waiting.requests
-        assert request.request_id == "mailer/mailer#0:send.in-doubt"
+        assert request.request_id == "mailer/mailer[mailer@1#0]#0:send.in-doubt"
         assert request.payload["kind"] == "tool_in_doubt"
         # Asked about the call that may have taken effect, not the re-run's.
         assert json.loads(request.payload["arguments"]) == {"to": "ann"}
@@ -106,7 +106,7 @@ async def test_the_next_run_on_the_session_answers_a_call_in_doubt(
         assert latest is not None
         waiting = await agent.workflow.resume(latest, store, session=session)
         assert [r.request_id for r in waiting.requests] == [
-            "mail/mailer/mail/mailer#0:send.in-doubt"
+            "mail/mailer/mail/mailer[mailer@1#0]#0:send.in-doubt"
         ]
         done = await agent.run("rerun", session).collect()
         assert done.status == "completed"

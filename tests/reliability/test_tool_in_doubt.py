@@ -25,7 +25,7 @@ pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 
-REQUEST_ID = "mailer/mailer#1:send.in-doubt"
+REQUEST_ID = "mailer/mailer[mailer@1#0]#1:send.in-doubt"
 """The in-doubt request of the mailer's second call (index 1), `send`."""
 
 
