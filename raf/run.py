@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from raf.agent import RunOptions
     from raf.budget import BudgetTracker
     from raf.durable.seam import Durability
-    from raf.engine.journal import ToolJournal
     from raf.session import Session
+    from raf.tools.journal import ToolJournal
     from raf.tracing.telemetry import Telemetry
 
 Emit = Callable[[AgentUpdate], Awaitable[None]]
@@ -59,7 +59,7 @@ class OuterRun(Protocol):
     @property
     def journal(self) -> ToolJournal | None:
         """Where the run records its tool calls (when it checkpoints to a store with an event
-        log), so a resume never repeats one silently (`raf.engine.journal`)."""
+        log), so a resume never repeats one silently (`raf.tools.journal`)."""
         ...
 
 

@@ -43,8 +43,8 @@ from raf.session import Session
 from raf.updates import AgentPath, AgentResponse, RequestInfoUpdate, Usage
 
 if TYPE_CHECKING:
-    from raf.engine.journal import ToolJournal
     from raf.engine.workflow import Workflow
+    from raf.tools.journal import ToolJournal
 
 __all__ = [
     "RootRun",
@@ -256,9 +256,9 @@ class RootRun:
         if not self.checkpoints:
             return
         # Imported here: the stores package is only needed once a run checkpoints.
-        from raf.engine.journal import ToolJournal
         from raf.stores.base import EventLog
         from raf.stores.ids import new_id
+        from raf.tools.journal import ToolJournal
 
         state = runner.state
         fresh = not state.run

@@ -71,7 +71,7 @@ class RunState:
     """The first call (`"{node}@{superstep}#{n}"`) that ran each agent id a node declares;
     only that call's requests and kept states go by the agent's plain path."""
     run: str = ""
-    """The id of the root run whose tool calls are recorded (`raf.engine.journal`), given when
+    """The id of the root run whose tool calls are recorded (`raf.tools.journal`), given when
     a run that checkpoints starts; empty otherwise."""
     errors: set[str] = field(default_factory=new_set)
     """The requests of `answers` answered with an error result (`Turn.errors`)."""

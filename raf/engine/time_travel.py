@@ -8,7 +8,7 @@ state, then the superstep after it runs: what the turn's agents produced before 
 checkpoint stays the turn's, nodes that completed do not run again, and every id the run
 makes (request ids, node calls) is the one the original run made at that point, since each
 names its superstep. The checkpoint, and the session it came from, are only read. Tool calls
-run again: the turn is a new run (`raf.engine.journal` records its calls under a new run id),
+run again: the turn is a new run (`raf.tools.journal` records its calls under a new run id),
 so no result the original run recorded is reused.
 
 A checkpoint saved inside a nested workflow's superstep holds the root's state as of that

@@ -78,7 +78,7 @@ from raf.updates import (
 )
 
 if TYPE_CHECKING:
-    from raf.engine.journal import ToolJournal
+    from raf.tools.journal import ToolJournal
 
 Dispatch = Callable[[ToolCallContent, RunContext], Awaitable[ToolResult]]
 """Runs one call of a known tool; turns every failure into an error `ToolResult`."""
@@ -208,7 +208,7 @@ class ReactLoop:
                         completion.tool_calls, ctx, journal, made
                     )
                 except InDoubt as doubt:
-                    # Calls in doubt after a crash wait for a human (raf.engine.journal); the
+                    # Calls in doubt after a crash wait for a human (raf.tools.journal); the
                     # re-run after the answer starts this agent afresh.
                     used = Usage(input_tokens=tokens_in, output_tokens=tokens_out)
                     return AgentResponse(usage=used, status="waiting", pending=doubt.requests)
@@ -383,7 +383,7 @@ class ReactLoop:
         if durable is None:
             if journal is None:
                 work = self.dispatch(call, ctx)
-            else:  # recorded in a checkpointed run's store (raf.engine.journal)
+            else:  # recorded in a checkpointed run's store (raf.tools.journal)
                 idempotent = call.name in self.idempotent
                 work = journal.call(ctx, first + index, call, self.dispatch, idempotent=idempotent)
         else:  # a recorded step (raf.durable)

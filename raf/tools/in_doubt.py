@@ -1,7 +1,7 @@
 """Tool calls in doubt: started before a crash, with no recorded end.
 
 Both ways of recovering a run meet them: a durable run (`raf.durable`) recovered by another
-worker, and a checkpointed workflow run resumed from its store (`raf.engine.journal`). An
+worker, and a checkpointed workflow run resumed from its store (`raf.tools.journal`). An
 idempotent tool's call in doubt runs again. Any other becomes a request to a human, whose
 answer decides: `rerun` (run it again), `skip` with the result the call is taken to have
 given (`{"decision": "skip", "result": "..."}`, or the text `skip: ...`), or `fail` (the
