@@ -22,7 +22,7 @@ from raf import FunctionAgent
 from raf.messages import ChatMessage
 from raf.serve import create_app
 from raf.serve.agui.mapper import text_content
-from raf.serve.agui.streaming import Outbox, encode
+from raf.serve.agui.streaming import encode
 from raf.stores import MemoryCheckpointStore
 from tests.serve.events import check_order, parse
 from tests.serve.trees import run_input, user
@@ -106,24 +106,6 @@ async def test_ready_events_go_in_one_write_and_no_token_waits_for_the_next() ->
     for delta in _PACED:  # each alone: written before the model made the next
         (write,) = [w for w in client.writes if f'"delta":"{delta}"'.encode() in w]
         assert write.count(b'"type":"TEXT_MESSAGE_CONTENT"') == 1
-
-
-async def test_an_outbox_writes_what_is_queued_in_one_chunk_and_ends_when_closed() -> None:
-    outbox = Outbox()
-    chunks: list[bytes] = []
-
-    async def read() -> None:
-        async for chunk in outbox.chunks():
-            chunks.append(chunk)
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(read)
-        await outbox.send(b"1")
-        await outbox.send(b"2")
-        await anyio.wait_all_tasks_blocked()
-        await outbox.send(b"3")
-        outbox.close()
-    assert chunks == [b"12", b"3"]
 
 
 @given(
