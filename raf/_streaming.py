@@ -258,6 +258,10 @@ class _Items(Generic[T]):
     def __aiter__(self) -> _Items[T]:
         return self
 
+    def ready(self) -> bool:
+        """Whether an item is buffered: the next `__anext__` has it without waiting."""
+        return bool(self._channel.items)
+
     async def __anext__(self) -> T:
         channel = self._channel
         items = channel.items

@@ -21,8 +21,9 @@ from starlette.types import Message
 from raf import FunctionAgent
 from raf.messages import ChatMessage
 from raf.serve import create_app
+from raf.serve.agui import run_response
 from raf.serve.agui.mapper import text_content
-from raf.serve.agui.streaming import Outbox, encode
+from raf.serve.agui.streaming import encode
 from raf.stores import MemoryCheckpointStore
 from tests.serve.events import check_order, parse
 from tests.serve.trees import run_input, user
@@ -40,7 +41,9 @@ class Client:
         self._body = json.dumps(body).encode()
         self.writes: list[bytes] = []
         self._arrived: dict[str, anyio.Event] = {}
-        self._done = anyio.Event()
+        self.gone = anyio.Event()
+        """Set when the client goes away (or the response has ended)."""
+        self.pinged = anyio.Event()
 
     def arrived(self, delta: str) -> anyio.Event:
         """Set once a write has carried the token `delta`."""
@@ -50,7 +53,7 @@ class Client:
         if self._body:
             body, self._body = self._body, b""
             return {"type": "http.request", "body": body, "more_body": False}
-        await self._done.wait()
+        await self.gone.wait()
         return {"type": "http.disconnect"}
 
     async def send(self, message: Message) -> None:
@@ -59,11 +62,29 @@ class Client:
         chunk: bytes = message.get("body", b"")
         if chunk:
             self.writes.append(chunk)
+            if chunk.startswith(b":"):
+                self.pinged.set()
             for event in parse(chunk.decode()):
                 if event["type"] == "TEXT_MESSAGE_CONTENT":
                     self.arrived(event["delta"]).set()
         if not message.get("more_body", False):
-            self._done.set()
+            self.gone.set()
+
+
+_SCOPE: dict[str, Any] = {
+    "type": "http",
+    "asgi": {"version": "3.0", "spec_version": "2.4"},
+    "http_version": "1.1",
+    "method": "POST",
+    "scheme": "http",
+    "path": "/agents/writer/run",
+    "raw_path": b"/agents/writer/run",
+    "query_string": b"",
+    "root_path": "",
+    "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+    "client": ("127.0.0.1", 50000),
+    "server": ("127.0.0.1", 8000),
+}
 
 
 async def test_ready_events_go_in_one_write_and_no_token_waits_for_the_next() -> None:
@@ -79,22 +100,8 @@ async def test_ready_events_go_in_one_write_and_no_token_waits_for_the_next() ->
             yield delta
 
     app = create_app(FunctionAgent("writer", model), store=MemoryCheckpointStore())
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.4"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/agents/writer/run",
-        "raw_path": b"/agents/writer/run",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
     with anyio.fail_after(10):
-        await app(scope, client.receive, client.send)
+        await app(_SCOPE, client.receive, client.send)
 
     events = parse(b"".join(client.writes).decode())
     check_order(events)
@@ -108,22 +115,53 @@ async def test_ready_events_go_in_one_write_and_no_token_waits_for_the_next() ->
         assert write.count(b'"type":"TEXT_MESSAGE_CONTENT"') == 1
 
 
-async def test_an_outbox_writes_what_is_queued_in_one_chunk_and_ends_when_closed() -> None:
-    outbox = Outbox()
-    chunks: list[bytes] = []
+async def test_a_quiet_stream_gets_a_comment_line_now_and_then(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(run_response, "PING_SECONDS", 0.01)
+    client = Client(run_input("t1", user("u1", "go")))
 
-    async def read() -> None:
-        async for chunk in outbox.chunks():
-            chunks.append(chunk)
+    async def model(messages: list[ChatMessage]) -> AsyncIterator[str]:
+        yield "a"
+        await client.pinged.wait()  # quiet until the client has had a ping
+        yield "b"
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(read)
-        await outbox.send(b"1")
-        await outbox.send(b"2")
-        await anyio.wait_all_tasks_blocked()
-        await outbox.send(b"3")
-        outbox.close()
-    assert chunks == [b"12", b"3"]
+    app = create_app(FunctionAgent("writer", model), store=MemoryCheckpointStore())
+    with anyio.fail_after(10):
+        await app(_SCOPE, client.receive, client.send)
+    body = b"".join(client.writes).decode()
+    assert ": ping\n\n" in body
+    events = parse(body)
+    check_order(events)
+    assert [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["a", "b"]
+
+
+async def test_a_client_that_leaves_cancels_its_run_which_frees_the_thread() -> None:
+    client = Client(run_input("t1", user("u1", "go")))
+    cancelled = anyio.Event()
+
+    async def model(messages: list[ChatMessage]) -> AsyncIterator[str]:
+        yield "a"
+        if not cancelled.is_set():  # the first run waits for what never comes
+            try:
+                await anyio.sleep_forever()
+            finally:
+                cancelled.set()
+
+    async def leave() -> None:
+        await client.arrived("a").wait()
+        client.gone.set()
+
+    app = create_app(FunctionAgent("writer", model), store=MemoryCheckpointStore())
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(leave)
+            await app(_SCOPE, client.receive, client.send)
+        assert cancelled.is_set()
+        again = Client(run_input("t1", user("u2", "again")))
+        await app(_SCOPE, again.receive, again.send)
+    events = parse(b"".join(again.writes).decode())
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
 
 
 @given(

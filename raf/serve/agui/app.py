@@ -31,7 +31,6 @@ from importlib import resources
 import anyio
 from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
-from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -43,7 +42,8 @@ from raf.agent import IAgent
 from raf.registry import AgentRegistry
 from raf.serve.agui.guard import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, RequestGuard
 from raf.serve.agui.live_runs import LiveRuns
-from raf.serve.agui.streaming import Outbox, stream_run
+from raf.serve.agui.run_response import Flush, RunResponse, SendBytes
+from raf.serve.agui.streaming import stream_run
 from raf.serve.agui.studio import studio_routes
 from raf.serve.threads import Threads, ThreadStore, check_thread_id
 from raf.stores import SqliteCheckpointStore
@@ -160,21 +160,12 @@ def create_app(
             )
         except ValueError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
-        outbox = Outbox()
         stopping = anyio.Event()  # set when the server stops
 
-        async def produce() -> None:
-            try:
-                await stream_run(agent, run_input, threads, outbox.send, stopping)
-            finally:
-                outbox.close()
+        async def play(send: SendBytes, flush: Flush) -> None:
+            await stream_run(agent, run_input, threads, send, stopping, flush=flush)
 
-        return EventSourceResponse(
-            outbox.chunks(),
-            data_sender_callable=produce,
-            shutdown_event=stopping,
-            shutdown_grace_period=_STOP_GRACE_SECONDS,
-        )
+        return RunResponse(play, stopping, grace=_STOP_GRACE_SECONDS)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None]:

@@ -1,8 +1,7 @@
-"""`stream_run`: one AG-UI run of an agent on a thread, its events sent as SSE bytes; `Outbox`:
-those bytes on their way to the response, every event that is ready in one write.
+"""`stream_run`: one AG-UI run of an agent on a thread, its events sent as SSE bytes.
 
-The run happens inside the caller's task (the SSE response's sender): when the client goes
-away the response cancels that task, which leaves the agent's `async with` block and so
+The run happens inside the caller's task (the SSE response's own, `RunResponse`): when the
+client goes away the response cancels that task, which leaves the agent's `async with` block and so
 cancels every task of the run. When the server stops, `stopping` is set: the run is
 cancelled the same way and the stream ends with `RUN_ERROR` (code `ServerStopping`). The
 thread is held for the whole run and saved however the run ends, under a shield. A run
@@ -17,16 +16,16 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 from ag_ui.core import BaseEvent, RunAgentInput, StateSnapshotEvent, TextMessageContentEvent
 from ag_ui.encoder import EventEncoder
 from pydantic_core import to_json
 
-from raf._streaming import Channel
+from raf._streaming import DONE
 from raf.agent import IAgent, RunOptions
 from raf.engine import WorkflowAgent, run_from
 from raf.errors import SessionBusy, UnansweredCalls, UnknownRequest
@@ -34,12 +33,15 @@ from raf.serve.agui.inputs import input_ids, new_input
 from raf.serve.agui.mapper import AguiMapper
 from raf.serve.threads import Thread, Threads
 
-__all__ = ["SERVER_STOPPING", "Outbox", "Resumed", "stream_run"]
+__all__ = ["SERVER_STOPPING", "Resumed", "stream_run"]
 
 logger = logging.getLogger("raf")
 
 SendBytes = Callable[[bytes], Awaitable[None]]
 """Sends one encoded SSE event to the client."""
+
+Flush = Callable[[], Awaitable[None]]
+"""Writes the events `send` has held back."""
 
 Emit = Callable[[Iterable[BaseEvent]], Awaitable[None]]
 
@@ -96,50 +98,6 @@ def encode(event: BaseEvent) -> bytes:
 _CONTENT = b'data: {"type":"TEXT_MESSAGE_CONTENT",'
 
 
-class Outbox:
-    """The encoded events of one run on their way to its response.
-
-    The run's task `send`s each event without a scheduling point (it waits only while
-    `raf._streaming.STREAM_BUFFER` events are still unwritten: a slow client holds the run
-    back); the response iterates `chunks()`, each of which is every event that was ready,
-    joined: one body write and one turn of the event loop for a burst of events, where each
-    event cost both. Nothing waits for company: the first event ready is written as soon as
-    the response's task runs, with whatever is ready behind it.
-
-    Example:
-        >>> async def main() -> list[bytes]:
-        ...     outbox = Outbox()
-        ...     await outbox.send(b"data: 1\\n\\n")
-        ...     await outbox.send(b"data: 2\\n\\n")
-        ...     outbox.close()
-        ...     return [chunk async for chunk in outbox.chunks()]
-        >>> anyio.run(main)
-        [b'data: 1\\n\\ndata: 2\\n\\n']
-    """
-
-    __slots__ = ("_channel",)
-
-    def __init__(self) -> None:
-        self._channel = Channel[bytes]()
-
-    def send(self, event: bytes) -> Awaitable[None]:
-        """Queue one encoded event; awaited, waits only while the outbox is full."""
-        return self._channel.send(event)
-
-    def close(self) -> None:
-        """Say that no event follows: `chunks()` ends once the queued ones are out."""
-        self._channel.close()
-
-    async def chunks(self) -> AsyncGenerator[bytes]:
-        """Every queued event, as soon as there is one, with all queued behind it."""
-        channel = self._channel
-        while True:
-            await channel.wait()
-            if not channel.items:  # closed, and all written
-                return
-            yield b"".join(channel.take_all())
-
-
 async def stream_run(
     agent: IAgent,
     run_input: RunAgentInput,
@@ -148,18 +106,23 @@ async def stream_run(
     stopping: anyio.Event | None = None,
     *,
     resumed: Resumed | None = None,
+    flush: Flush | None = None,
 ) -> None:
     """Run `agent` on the new messages of the input's thread (or on from where `resumed`
     says), sending AG-UI events through `send`; the thread is held (`Threads.hold`) from
     before it is read until it is saved. When `stopping` is set the run is cancelled and
-    ends with `RUN_ERROR`."""
-    run = _Run(AguiMapper(agent, thread_id=run_input.thread_id, run_id=run_input.run_id))
+    ends with `RUN_ERROR`. `send` may hold events back until `flush` is awaited: the run
+    awaits it whenever it is about to wait (so no event waits for company), and at its end
+    (after the thread is saved)."""
+    flush = flush or _nothing
+    run = _Run(AguiMapper(agent, thread_id=run_input.thread_id, run_id=run_input.run_id), flush)
 
     async def emit(events: Iterable[BaseEvent]) -> None:
         for event in events:
             await send(encode(event))
 
     await emit(run.mapper.started())
+    await flush()
     stopped = ended = False
     async with anyio.create_task_group() as group:
         if stopping is not None:
@@ -177,6 +140,20 @@ async def stream_run(
     if stopped and not ended:
         error = RuntimeError("the server stopped during the run: send it again once it is back")
         await emit(run.mapper.failed(error, code=SERVER_STOPPING))
+    await flush()
+
+
+def _nothing() -> Awaitable[None]:
+    return DONE
+
+
+@runtime_checkable
+class _Buffered(Protocol):
+    def ready(self) -> bool: ...
+
+
+def _never() -> bool:
+    return False
 
 
 @dataclass(slots=True)
@@ -184,6 +161,7 @@ class _Run:
     """The mapper of one run, replaced once the thread is read (its ids depend on it)."""
 
     mapper: AguiMapper
+    flush: Flush
 
 
 async def _held(
@@ -266,10 +244,17 @@ async def _run_on(
     if shared is not None:
         await emit([StateSnapshotEvent(snapshot=shared)])
     answered = False
+    flush = holder.flush
     try:
+        await flush()
         async with run as updates:
+            # What the agent has buffered goes out with this update; the update is written
+            # before the run waits for the next.
+            ready = updates.ready if isinstance(updates, _Buffered) else _never
             async for update in updates:
                 await emit(mapper.map(update))
+                if not ready():
+                    await flush()
         response = run.response
         if response is not None:  # the stream ended without error: it has one
             answered = True
