@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -18,6 +19,28 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=60)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def _without_disk_flushes() -> None:
+    """Tests kill processes, never the machine: flushing each commit to disk protects nothing
+    they check, and on a busy disk it is most of their time (a SQLite commit in rollback-journal
+    mode, as DBOS keeps its system database, waits ~30 ms on three fsyncs; a PostgreSQL commit
+    ~8 ms). So, unless told otherwise: temporary files (`tmp_path` and `tempfile`) go to the
+    RAM-backed /dev/shm, and PostgreSQL sessions commit without waiting for the WAL flush (the
+    commit is visible to every other session at once all the same). Set in the environment,
+    so the test workers and the processes the tests start inherit both; to keep temporary
+    files elsewhere, set TMPDIR or PYTEST_DEBUG_TEMPROOT."""
+    shm = "/dev/shm"
+    chosen = os.environ.get("PYTEST_DEBUG_TEMPROOT") or os.environ.get("TMPDIR")
+    if chosen is None and os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = os.environ["TMPDIR"] = shm
+        tempfile.tempdir = shm
+    options = os.environ.get("PGOPTIONS", "")
+    if "synchronous_commit" not in options:
+        os.environ["PGOPTIONS"] = f"{options} -c synchronous_commit=off".strip()
+
+
+_without_disk_flushes()
 
 
 class _CurrentStderr(logging.Handler):
