@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from raf import errors
 from raf.agent import IAgent, RunOptions
 from raf.budget import BudgetTracker
 from raf.durable.envelopes import FailedEnvelope
@@ -44,6 +45,7 @@ __all__ = [
     "NodeResult",
     "NodeSpec",
     "apply_result",
+    "error_from",
     "error_of",
     "run_node_step",
     "spec_of",
@@ -239,11 +241,38 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
 
 
 def error_of(error: BaseException, path: AgentPath) -> FailedEnvelope:
-    """How a failure with `error` is recorded (an `AgentError` with its own path, any other
-    exception at `path`)."""
+    """How a failure with `error` is recorded (an `AgentError` with its own path and plain
+    attributes, any other exception at `path`)."""
     if isinstance(error, AgentError):
-        return FailedEnvelope(error=type(error).__name__, message=error.message, path=error.path)
+        fields = {
+            k: v
+            for k, v in vars(error).items()
+            if k not in ("message", "path") and (v is None or isinstance(v, str | int | float))
+        }
+        return FailedEnvelope(
+            error=type(error).__name__, message=error.message, path=error.path, fields=fields
+        )
     return FailedEnvelope(error=type(error).__name__, message=str(error), path=path)
+
+
+def error_from(failed: FailedEnvelope) -> AgentError | None:
+    """The `raf.errors` exception `failed` records (a subclass of `AgentError`), made again
+    as its own type with its message, path and plain attributes; None for another.
+
+    Example:
+        >>> error_from(FailedEnvelope(error="RunTimeout", message="late", path=("a",)))
+        RunTimeout('late')
+        >>> error_from(FailedEnvelope(error="ValueError", message="no")) is None
+        True
+    """
+    kind = getattr(errors, failed.error, None)
+    if not (isinstance(kind, type) and issubclass(kind, AgentError)) or kind is AgentError:
+        return None
+    error = kind.__new__(kind)
+    AgentError.__init__(error, failed.message, path=failed.path)
+    for key, value in failed.fields.items():
+        setattr(error, key, value)
+    return error
 
 
 def apply_result(runner: Runner, job: Job, result: NodeResult) -> NodeWork:
@@ -274,8 +303,8 @@ def apply_result(runner: Runner, job: Job, result: NodeResult) -> NodeWork:
     ]
     if result.failed is not None and runner.failure is None:
         failed = result.failed
-        runner.fail(
-            node,
-            DurableRunError(f"{failed.error}: {failed.message}", path=failed.path),
+        error = error_from(failed) or DurableRunError(
+            f"{failed.error}: {failed.message}", path=failed.path
         )
+        runner.fail(node, error)
     return work

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import pytest
 from dbos import DBOS
 
@@ -20,7 +21,7 @@ from raf import (
 from raf.durable import DurableAgent, answer
 from raf.durable.nodes import NodeResult
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
-from raf.errors import DurableRunError
+from raf.errors import BudgetExceeded, DurableRunError
 from raf.testing import ScriptedProvider, text, tool_calls
 from raf.tools import tool
 from raf.updates import AgentUpdate, MessageCompleted
@@ -338,3 +339,43 @@ async def test_a_tree_of_nested_sequential_and_concurrent_workflows_ends_as_the_
     )["state"]
     deepest = "seq0:x:0/seq0/con2@1#0/seq0/con2/con7@1#0/seq0/con2/con7/leaf8@1#0"
     assert deepest in await recorded("seq0:x:0")
+
+
+async def test_a_failing_branch_cancels_its_siblings_and_the_run_raises_its_error_type(
+    dbos_sqlite: str,
+) -> None:
+    """One branch of a fan-out fails with a raf error while the other is still running: the
+    other's node step is cancelled, and the reader gets the error as its own type."""
+    release = anyio.Event()
+    late = ReactAgent("late", ScriptedProvider([text("too late")]), "Report.")
+
+    async def plan(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.send(conversation)
+
+    async def fail(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        raise BudgetExceeded("out of tokens", kind="tokens", limit=10, used=12)
+
+    async def wait(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await release.wait()
+        await ctx.invoke_agent(late, conversation)
+
+    agent = (
+        WorkflowBuilder("split")
+        .add_executor(FunctionExecutor("plan", plan))
+        .add_fan_out("plan", [FunctionExecutor("fail", fail), FunctionExecutor("wait", wait)])
+        .set_start("plan")
+        .build()
+        .as_agent()
+    )
+    durable = DurableAgent(agent, poll_seconds=0.01)
+    DBOS.launch()
+    try:
+        with pytest.raises(BudgetExceeded, match="out of tokens") as raised:
+            await durable.run("go", Session(id="c"))
+        error = raised.value
+        assert (error.kind, error.limit, error.used, error.path) == ("tokens", 10, 12, ("split",))
+        assert error.__notes__ == ["in durable run 'split:c:0'"]
+        status = await DBOS.get_workflow_status_async("split:c:0/split/wait@1#0")
+        assert status is not None and status.status == "CANCELLED"
+    finally:
+        release.set()
