@@ -82,6 +82,9 @@ class NodeSpec(BaseModel):
     """The session at the superstep's start (`Session.to_json`)."""
     options: str
     """The run's options (JSON)."""
+    spent: tuple[int, int] = (0, 0)
+    """The model calls and tokens the run had spent against its budget when the node step
+    started (its budget counts on from there)."""
 
 
 class NodeResult(BaseModel):
@@ -104,6 +107,8 @@ class NodeResult(BaseModel):
     """Input tokens of the agents it ran."""
     output_tokens: int = 0
     """Output tokens of those agents."""
+    spent: tuple[int, int] = (0, 0)
+    """The model calls and tokens it spent against the run's budget."""
     asked: list[str] = Field(default_factory=list[str])
     """Ids of the requests streamed in it, in stream order."""
     items: list[AgentUpdate] = Field(default_factory=list[AgentUpdate])
@@ -156,6 +161,7 @@ def spec_of(runner: Runner, job: Job, root: str, parent: str) -> NodeSpec:
         answers=encode(context.turn.answers, "the answers of the turn"),
         session=runner.session.to_json(),
         options=context.options.model_dump_json(),
+        spent=(0, 0) if context.budget is None else (context.budget.rounds, context.budget.tokens),
     )
 
 
@@ -180,12 +186,16 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
     options = RunOptions.model_validate_json(spec.options)
     turn.answers.update(cast(dict[str, Any], decode(spec.answers)))
     budget = options.budget
+    tracker: BudgetTracker | None = None
+    if budget is not None:
+        tracker = BudgetTracker(budget)
+        tracker.rounds, tracker.tokens = spec.spent
     context = RunContext(
         path,
         session,
         options,
         emit,
-        BudgetTracker(budget) if budget is not None else None,
+        tracker,
         turn,
         spec.call,
         tuple(spec.place),
@@ -235,6 +245,9 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
         removed=[k for k in before if k not in after],
         input_tokens=runner.input_tokens,
         output_tokens=runner.output_tokens,
+        spent=(0, 0)
+        if tracker is None
+        else (tracker.rounds - spec.spent[0], tracker.tokens - spec.spent[1]),
         asked=list(turn.asked),
         failed=failed,
     )
@@ -289,6 +302,10 @@ def apply_result(runner: Runner, job: Job, result: NodeResult) -> NodeWork:
     context = runner.agent_context
     if context is not None:
         context.turn.asked.extend(result.asked)
+        tracker = context.budget
+        if tracker is not None:  # the run's budget counts what every node step spent
+            tracker.rounds += result.spent[0]
+            tracker.tokens += result.spent[1]
     left = decode_state(result.state)
     runner.state.entered.update(left.entered)
     work.outputs = left.outputs

@@ -11,10 +11,12 @@ import pytest
 from dbos import DBOS
 
 from raf import (
+    Budget,
     ChatMessage,
     ConcurrentBuilder,
     FunctionAgent,
     ReactAgent,
+    RunOptions,
     SequentialBuilder,
     Session,
 )
@@ -379,3 +381,26 @@ async def test_a_failing_branch_cancels_its_siblings_and_the_run_raises_its_erro
         assert status is not None and status.status == "CANCELLED"
     finally:
         release.set()
+
+
+async def test_the_budget_counts_what_every_node_step_spent(dbos_sqlite: str) -> None:
+    """Two agents in sequence, one model call each, on a budget of one call: the second node
+    step counts on from what the first spent and fails, as the local run does."""
+
+    def pair() -> Any:
+        first = ReactAgent("first", ScriptedProvider([text("one")]), "Say one.")
+        second = ReactAgent("second", ScriptedProvider([text("two")]), "Say two.")
+        return SequentialBuilder(id="pair").add_agent(first).add_agent(second).build().as_agent()
+
+    options = RunOptions(budget=Budget(rounds=1))
+    with pytest.raises(BudgetExceeded) as local:
+        await pair().run("go", options=options)
+    durable = DurableAgent(pair())
+    DBOS.launch()
+    with pytest.raises(BudgetExceeded) as recorded:
+        await durable.run("go", Session(id="b"), options)
+    assert (recorded.value.kind, recorded.value.used, recorded.value.path) == (
+        local.value.kind,
+        local.value.used,
+        local.value.path,
+    )
