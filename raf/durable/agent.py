@@ -42,7 +42,14 @@ from raf.durable.envelopes import (
     envelope_adapter,
 )
 from raf.durable.manage import cancel_run, resume_run
-from raf.durable.nodes import NodeResult, NodeSpec, error_of, run_node_step, workflow_at
+from raf.durable.nodes import (
+    NodeResult,
+    NodeSpec,
+    error_from,
+    error_of,
+    run_node_step,
+    workflow_at,
+)
 from raf.engine.runner import Runner
 from raf.errors import AgentError, DurableRunError
 from raf.messages import ChatMessage, MessagesInput, as_messages, message_list_adapter
@@ -384,10 +391,16 @@ async def _outside(call: Callable[[], _T]) -> _T:
 
 
 def failure(item: FailedEnvelope, run_id: str) -> AgentError:
-    """The error a reader raises for a durable run that failed."""
-    return DurableRunError(
-        f"durable run {run_id!r} failed with {item.error}: {item.message}", path=item.path
-    )
+    """The error a reader raises for a durable run that failed: a `raf.errors` exception as
+    its own type (with a note naming the run), any other as a `DurableRunError` naming the
+    run and the exception's class."""
+    error = error_from(item)
+    if error is None or type(error) is DurableRunError:
+        return DurableRunError(
+            f"durable run {run_id!r} failed with {item.error}: {item.message}", path=item.path
+        )
+    error.add_note(f"in durable run {run_id!r}")
+    return error
 
 
 async def recorded_steps(run_id: str) -> set[str]:

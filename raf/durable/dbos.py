@@ -38,6 +38,7 @@ from raf.durable.envelopes import (
 )
 from raf.durable.nodes import NodeResult, NodeSpec, apply_result, error_of, spec_of
 from raf.durable.seam import ModelCall, ToolCall
+from raf.engine.context import NodeWork
 from raf.errors import AgentError
 from raf.messages import ChatMessage, ToolCallContent, message_list_adapter
 from raf.providers.base import Completion
@@ -54,7 +55,6 @@ from raf.tools.tool import ToolResult
 from raf.updates import AgentPath, AgentResponse, AgentUpdate, RequestInfoUpdate, Usage
 
 if TYPE_CHECKING:
-    from raf.engine.context import NodeWork
     from raf.engine.runner import Job, Runner
 
 __all__ = ["ANSWERS", "NODES", "DbosSteps", "Live", "NodeMessage", "NodeStarter"]
@@ -267,7 +267,10 @@ class DbosSteps:
         results = await self._collect(ids, runner.session)
         works: list[NodeWork] = []
         for job, child in zip(jobs, ids, strict=True):
-            result = results[child]
+            result = results.get(child)
+            if result is None:  # cancelled: a sibling failed
+                works.append(NodeWork(runner, *job))
+                continue
             await self._absorb(result)
             works.append(apply_result(runner, job, result))
         return works
@@ -284,7 +287,8 @@ class DbosSteps:
         return works
 
     async def _collect(self, ids: list[str], session: Session) -> dict[str, NodeResult]:
-        """Wait for the node steps `ids` to report done; pass on what they ask meanwhile."""
+        """Wait for the node steps `ids` to report done; pass on what they ask meanwhile.
+        When one reports a failure, the others are cancelled and not waited for."""
         wanted = set(ids)
         results: dict[str, NodeResult] = {}
         while len(results) < len(wanted):
@@ -295,6 +299,12 @@ class DbosSteps:
             if message.kind == "done":
                 if message.id in wanted and message.result is not None:
                     results[message.id] = message.result
+                    if message.result.failed is not None and len(results) < len(wanted):
+                        # A failed branch ends the superstep: its siblings, on any worker,
+                        # are cancelled (with their own node steps), as a local run would.
+                        others = [i for i in ids if i not in results]
+                        await DBOS.cancel_workflows_async(others, cancel_children=True)
+                        break
             elif self._parent is not None:
                 await DBOS.send_async(self._parent, text, topic=NODES)  # up to the run
             elif message.request is not None:

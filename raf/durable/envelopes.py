@@ -76,6 +76,11 @@ class FailedEnvelope(BaseModel):
     """Its message, without the path."""
     path: tuple[str, ...] = ()
     """Where it happened."""
+    fields: dict[str, str | int | float | bool | None] = Field(
+        default_factory=dict[str, str | int | float | bool | None]
+    )
+    """The exception's own attributes that are plain values (a `BudgetExceeded`'s `kind`,
+    `limit`, `used`), so a reader raises it again with them."""
 
 
 Envelope = Annotated[UpdateEnvelope | TurnEnvelope | FailedEnvelope, Field(discriminator="type")]

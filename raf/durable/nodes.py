@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from raf import errors
 from raf.agent import IAgent, RunOptions
 from raf.budget import BudgetTracker
 from raf.durable.envelopes import FailedEnvelope
@@ -44,6 +45,7 @@ __all__ = [
     "NodeResult",
     "NodeSpec",
     "apply_result",
+    "error_from",
     "error_of",
     "run_node_step",
     "spec_of",
@@ -82,6 +84,9 @@ class NodeSpec(BaseModel):
     """The session at the superstep's start (`Session.to_json`)."""
     options: str
     """The run's options (JSON)."""
+    spent: tuple[int, int] = (0, 0)
+    """The model calls and tokens the run had spent against its budget when the node step
+    started (its budget counts on from there)."""
 
 
 class NodeResult(BaseModel):
@@ -104,6 +109,8 @@ class NodeResult(BaseModel):
     """Input tokens of the agents it ran."""
     output_tokens: int = 0
     """Output tokens of those agents."""
+    spent: tuple[int, int] = (0, 0)
+    """The model calls and tokens it spent against the run's budget."""
     asked: list[str] = Field(default_factory=list[str])
     """Ids of the requests streamed in it, in stream order."""
     items: list[AgentUpdate] = Field(default_factory=list[AgentUpdate])
@@ -158,6 +165,7 @@ def spec_of(runner: Runner, job: Job, root: str, parent: str) -> NodeSpec:
         errors=sorted(context.turn.errors),
         session=runner.session.to_json(),
         options=context.options.model_dump_json(),
+        spent=(0, 0) if context.budget is None else (context.budget.rounds, context.budget.tokens),
     )
 
 
@@ -183,12 +191,16 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
     turn.answers.update(cast(dict[str, Any], decode(spec.answers)))
     turn.errors.update(spec.errors)
     budget = options.budget
+    tracker: BudgetTracker | None = None
+    if budget is not None:
+        tracker = BudgetTracker(budget)
+        tracker.rounds, tracker.tokens = spec.spent
     context = RunContext(
         path,
         session,
         options,
         emit,
-        BudgetTracker(budget) if budget is not None else None,
+        tracker,
         turn,
         spec.call,
         tuple(spec.place),
@@ -243,17 +255,47 @@ async def run_node_step(agent: IAgent, spec: NodeSpec, turn: Turn, emit: Emit) -
         removed=[k for k in before if k not in after],
         input_tokens=runner.input_tokens,
         output_tokens=runner.output_tokens,
+        spent=(0, 0)
+        if tracker is None
+        else (tracker.rounds - spec.spent[0], tracker.tokens - spec.spent[1]),
         asked=list(turn.asked),
         failed=failed,
     )
 
 
 def error_of(error: BaseException, path: AgentPath) -> FailedEnvelope:
-    """How a failure with `error` is recorded (an `AgentError` with its own path, any other
-    exception at `path`)."""
+    """How a failure with `error` is recorded (an `AgentError` with its own path and plain
+    attributes, any other exception at `path`)."""
     if isinstance(error, AgentError):
-        return FailedEnvelope(error=type(error).__name__, message=error.message, path=error.path)
+        fields = {
+            k: v
+            for k, v in vars(error).items()
+            if k not in ("message", "path") and (v is None or isinstance(v, str | int | float))
+        }
+        return FailedEnvelope(
+            error=type(error).__name__, message=error.message, path=error.path, fields=fields
+        )
     return FailedEnvelope(error=type(error).__name__, message=str(error), path=path)
+
+
+def error_from(failed: FailedEnvelope) -> AgentError | None:
+    """The `raf.errors` exception `failed` records (a subclass of `AgentError`), made again
+    as its own type with its message, path and plain attributes; None for another.
+
+    Example:
+        >>> error_from(FailedEnvelope(error="RunTimeout", message="late", path=("a",)))
+        RunTimeout('late')
+        >>> error_from(FailedEnvelope(error="ValueError", message="no")) is None
+        True
+    """
+    kind = getattr(errors, failed.error, None)
+    if not (isinstance(kind, type) and issubclass(kind, AgentError)) or kind is AgentError:
+        return None
+    error = kind.__new__(kind)
+    AgentError.__init__(error, failed.message, path=failed.path)
+    for key, value in failed.fields.items():
+        setattr(error, key, value)
+    return error
 
 
 def apply_result(runner: Runner, job: Job, result: NodeResult) -> NodeWork:
@@ -270,6 +312,10 @@ def apply_result(runner: Runner, job: Job, result: NodeResult) -> NodeWork:
     context = runner.agent_context
     if context is not None:
         context.turn.asked.extend(result.asked)
+        tracker = context.budget
+        if tracker is not None:  # the run's budget counts what every node step spent
+            tracker.rounds += result.spent[0]
+            tracker.tokens += result.spent[1]
     left = decode_state(result.state)
     runner.state.entered.update(left.entered)
     work.outputs = left.outputs
@@ -284,8 +330,8 @@ def apply_result(runner: Runner, job: Job, result: NodeResult) -> NodeWork:
     ]
     if result.failed is not None and runner.failure is None:
         failed = result.failed
-        runner.fail(
-            node,
-            DurableRunError(f"{failed.error}: {failed.message}", path=failed.path),
+        error = error_from(failed) or DurableRunError(
+            f"{failed.error}: {failed.message}", path=failed.path
         )
+        runner.fail(node, error)
     return work

@@ -41,9 +41,10 @@ class Durability(Protocol):
     """Runs a run's steps durably: each step once, its result recorded under a stable id.
 
     Steps of one run are started in a deterministic order (a durable run runs the concurrent
-    tool calls of one answer one after another; the nodes of a superstep start in node order
-    and their results are taken in node order), so the n-th step of a place is the same step
-    when a recovered run replays.
+    tool calls of one answer one after another, and the agent calls of one node, a vote's
+    voters say, one at a time in the order made; the nodes of a superstep start in node order
+    and their results are taken in node order), so the n-th step of a workflow is the same
+    step when a recovered run replays.
     """
 
     async def node_steps(self, runner: Runner, jobs: list[Job]) -> list[NodeWork]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+import anyio
+
 from raf.agent import BaseAgent, default_options, invoke_in_place
 from raf.engine.children import FOREIGN, WAITING, forget_waiting, invoke_foreign_child
 from raf.engine.codec import encode
@@ -47,6 +49,7 @@ class NodeWork:
         "calls",
         "declared",
         "kept",
+        "lock",
         "messages",
         "node_id",
         "ordinal",
@@ -98,6 +101,8 @@ class NodeWork:
         """Calls made so far in this superstep, per agent id (each call is named by it)."""
         self.declared: frozenset[str] | None = None
         """The ids of the agents the node declares (`Executor.agents`), once a call needs them."""
+        self.lock: anyio.Lock | None = None
+        """In a durable run, held by each `invoke_agent` call: the node's calls one at a time."""
 
 
 class NodeContext:
@@ -260,9 +265,25 @@ class NodeContext:
         same request ids; on resume the agent continues from where it stopped. When the run
         checkpoints, each call is named `"{node}@{superstep}#{n}"`, so a resume that re-runs
         this superstep lets the same call of a nested workflow continue from its kept state.
+
+        In a durable run (`raf.durable`) the node's calls run one at a time, in the order
+        they were made (calls made at once from tasks run in the order the tasks start):
+        their model and tool calls are recorded steps, numbered in the order they start, so
+        a recovered run must start them in the same order whatever their latencies.
         """
         context = self.run_context
         work = self._work
+        if context.turn.durable is None:
+            return await self._invoke(agent, messages, context, work)
+        lock = work.lock
+        if lock is None:
+            lock = work.lock = anyio.Lock()
+        async with lock:
+            return await self._invoke(agent, messages, context, work)
+
+    async def _invoke(
+        self, agent: IAgent, messages: list[ChatMessage], context: RunContext, work: NodeWork
+    ) -> AgentResponse:
         runner = work.runner
         # Named like a request id, so the same call gets the same name when a resume re-runs
         # this superstep: its requests, and the states it keeps, are found again.

@@ -37,6 +37,7 @@ from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.providers.base import LlmProvider
 from raf.tools import tool
 from raf.updates import MessageCompleted
+from tests.durable.process import print_result
 
 BRANCHES = ("north", "south")
 
@@ -128,10 +129,7 @@ async def main() -> None:
             if isinstance(item, TurnEnvelope) and item.response.status == "completed":
                 break
         print(json.dumps({"said": said}), flush=True)
-    handle = await DBOS.retrieve_workflow_async(args.run_id)
-    result = json.loads(await handle.get_result())
-    print(json.dumps({"result": result}), flush=True)
-    DBOS.destroy()
+    await print_result(args.run_id)
 
 
 if __name__ == "__main__":

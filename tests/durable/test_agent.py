@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import pytest
 from dbos import DBOS
 
 from raf import (
+    Budget,
     ChatMessage,
     ConcurrentBuilder,
     FunctionAgent,
@@ -21,7 +23,7 @@ from raf import (
 from raf.durable import DurableAgent, answer
 from raf.durable.nodes import NodeResult
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
-from raf.errors import DurableRunError
+from raf.errors import BudgetExceeded, DurableRunError
 from raf.messages import ToolResultContent
 from raf.testing import ScriptedProvider, text, tool_calls
 from raf.tools import ToolDefinition, tool
@@ -368,3 +370,66 @@ async def test_a_nested_client_tool_call_answered_with_an_error_reaches_its_mode
     assert response.text == "failed: the map is offline"
     [result] = shown[-1].contents
     assert isinstance(result, ToolResultContent) and result.is_error
+
+
+async def test_a_failing_branch_cancels_its_siblings_and_the_run_raises_its_error_type(
+    dbos_sqlite: str,
+) -> None:
+    """One branch of a fan-out fails with a raf error while the other is still running: the
+    other's node step is cancelled, and the reader gets the error as its own type."""
+    release = anyio.Event()
+    late = ReactAgent("late", ScriptedProvider([text("too late")]), "Report.")
+
+    async def plan(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.send(conversation)
+
+    async def fail(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        raise BudgetExceeded("out of tokens", kind="tokens", limit=10, used=12)
+
+    async def wait(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await release.wait()
+        await ctx.invoke_agent(late, conversation)
+
+    agent = (
+        WorkflowBuilder("split")
+        .add_executor(FunctionExecutor("plan", plan))
+        .add_fan_out("plan", [FunctionExecutor("fail", fail), FunctionExecutor("wait", wait)])
+        .set_start("plan")
+        .build()
+        .as_agent()
+    )
+    durable = DurableAgent(agent, poll_seconds=0.01)
+    DBOS.launch()
+    try:
+        with pytest.raises(BudgetExceeded, match="out of tokens") as raised:
+            await durable.run("go", Session(id="c"))
+        error = raised.value
+        assert (error.kind, error.limit, error.used, error.path) == ("tokens", 10, 12, ("split",))
+        assert error.__notes__ == ["in durable run 'split:c:0'"]
+        status = await DBOS.get_workflow_status_async("split:c:0/split/wait@1#0")
+        assert status is not None and status.status == "CANCELLED"
+    finally:
+        release.set()
+
+
+async def test_the_budget_counts_what_every_node_step_spent(dbos_sqlite: str) -> None:
+    """Two agents in sequence, one model call each, on a budget of one call: the second node
+    step counts on from what the first spent and fails, as the local run does."""
+
+    def pair() -> Any:
+        first = ReactAgent("first", ScriptedProvider([text("one")]), "Say one.")
+        second = ReactAgent("second", ScriptedProvider([text("two")]), "Say two.")
+        return SequentialBuilder(id="pair").add_agent(first).add_agent(second).build().as_agent()
+
+    options = RunOptions(budget=Budget(rounds=1))
+    with pytest.raises(BudgetExceeded) as local:
+        await pair().run("go", options=options)
+    durable = DurableAgent(pair())
+    DBOS.launch()
+    with pytest.raises(BudgetExceeded) as recorded:
+        await durable.run("go", Session(id="b"), options)
+    assert (recorded.value.kind, recorded.value.used, recorded.value.path) == (
+        local.value.kind,
+        local.value.used,
+        local.value.path,
+    )

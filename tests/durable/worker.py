@@ -30,6 +30,7 @@ from raf.durable.envelopes import STREAM, TurnEnvelope, envelope_adapter
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.providers.openai import OpenAIProvider, create_client
 from raf.tools import tool
+from tests.durable.process import effect, print_result
 
 RESEARCHER = "Find the weather, then mail Bob."
 WRITER = "Write one line for the user."
@@ -42,19 +43,13 @@ def build(base_url: str, effects: Path, die_in: str) -> tuple[DurableAgent, obje
     @tool(idempotent=True)
     def lookup(q: str) -> str:
         """Look something up."""
-        with effects.open("a") as f:
-            f.write(f"lookup:{q}\n")
-        if die_in == "lookup":
-            os.kill(os.getpid(), signal.SIGKILL)
+        effect(effects, f"lookup:{q}", die=die_in == "lookup")
         return f"{q}: sunny"
 
     @tool
     def send_mail(to: str, body: str) -> str:
         """Send a mail (an effect: it must not happen twice)."""
-        with effects.open("a") as f:
-            f.write(f"{to}:{body}\n")
-        if die_in == "send_mail":
-            os.kill(os.getpid(), signal.SIGKILL)
+        effect(effects, f"{to}:{body}", die=die_in == "send_mail")
         return "sent"
 
     async def review(conversation: list[ChatMessage], ctx: NodeContext) -> None:
@@ -136,10 +131,7 @@ async def main() -> None:
                 await answer(args.run_id, answers.pop(0))
             if isinstance(item, TurnEnvelope) and item.response.status == "completed":
                 break
-    handle = await DBOS.retrieve_workflow_async(args.run_id)
-    result = json.loads(await handle.get_result())
-    print(json.dumps({"result": result}), flush=True)
-    DBOS.destroy()
+    await print_result(args.run_id)
 
 
 if __name__ == "__main__":
