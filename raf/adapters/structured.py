@@ -52,6 +52,8 @@ AGAIN = "Answer again with JSON only, following the format asked for."
 PROSE_OBJECTS = 16
 """Objects tried in an answer's prose before it counts as no JSON (the model is untrusted:
 reading its answer stays linear in practice)."""
+_DECODER = json.JSONDecoder()
+"""Reads the objects in an answer's prose (stateless: one serves every call, as in `json.loads`)."""
 
 
 def response_format(schema: type[BaseModel]) -> dict[str, Any]:
@@ -212,13 +214,12 @@ def validate_json(text: str, schema: type[M]) -> M:
 
 
 def _object_in_prose(text: str, schema: type[M]) -> M | None:
-    decoder = json.JSONDecoder()
     start = text.find("{")
     for _ in range(PROSE_OBJECTS):
         if start == -1:
             break
         try:
-            data, _ = decoder.raw_decode(text, start)
+            data, _ = _DECODER.raw_decode(text, start)
             return schema.model_validate(data)
         except (ValueError, ValidationError):
             start = text.find("{", start + 1)

@@ -285,3 +285,25 @@ def test_builder_checks_its_arguments() -> None:
     workflow = vote_of(says("poll", "x"), says("count", "y")).build()
     assert list(workflow.executors) == ["poll_2", "count_2"]
     assert VoteBuilder().add_agent(says("a", "x")).build().id == "workflow_vote_source"
+
+
+def test_a_default_ballot_is_read_from_json_prose_or_plain_text() -> None:
+    from raf.builders.vote.ballot import read_ballot
+    from raf.updates import AgentResponse
+
+    def read(answer: str) -> tuple[BaseModel | None, str | None]:
+        return read_ballot(AgentResponse(messages=[ChatMessage.assistant(answer)]), Ballot)
+
+    assert read("  tea\n") == (Ballot(choice="tea"), None)  # plain text is the choice
+    assert read('I vote {"choice": "tea", "confidence": 0.5}.') == (
+        Ballot(choice="tea", confidence=0.5),
+        None,
+    )
+    assert read(' {"choice": "tea"}') == (Ballot(choice="tea"), None)
+    assert read("use {tea}") == (Ballot(choice="use {tea}"), None)  # no JSON in the braces
+    ballot, problem = read("```\ntea\n```")  # a fence holds JSON or nothing
+    assert ballot is None and problem is not None
+    assert problem.startswith("its answer is not JSON of Ballot")
+    assert read(' {"choice": 3}')[1] == (
+        "its answer is not JSON of Ballot: choice: Input should be a valid string (got 3)"
+    )

@@ -118,6 +118,8 @@ def read_ballot(
                 f"its value is not a {schema.__name__}: {describe_validation_error(exc)}"
             )
     text = next((m.text for m in reversed(response.messages) if m.text.strip()), "")
+    if text and schema is Ballot and "{" not in text and not text.lstrip().startswith("```"):
+        return Ballot(choice=text.strip()), None  # no JSON object in it: the text is the choice
     if text:
         try:
             return validate_json(text, schema), None
