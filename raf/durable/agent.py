@@ -33,7 +33,7 @@ from raf.agent import (
     options_of_run,
 )
 from raf.budget import BudgetTracker
-from raf.durable.dbos import ANSWERS, DbosSteps
+from raf.durable.dbos import ANSWERS, NODES, DbosSteps, NodeMessage
 from raf.durable.envelopes import (
     STREAM,
     FailedEnvelope,
@@ -285,15 +285,19 @@ class DurableAgent:
             parent=spec.parent,
         )
         try:
-            result = await run_node_step(self._agent, spec, Turn(durable=steps), steps.publish)
-        except Exception as exc:
-            if type(exc).__module__.startswith("dbos"):
-                raise  # DBOS's own (a cancelled workflow, a replay that went another way)
-            result = NodeResult(failed=error_of(exc, tuple(spec.path)))
-        result = result.model_copy(
-            update={"items": steps.items, "delivered": root in self._readers}
-        )
-        await steps.done(result)
+            try:
+                result = await run_node_step(self._agent, spec, Turn(durable=steps), steps.publish)
+            except Exception as exc:
+                if type(exc).__module__.startswith("dbos"):
+                    raise  # DBOS's own (a replay that went another way...): the step fails
+                result = NodeResult(failed=error_of(exc, tuple(spec.path)))
+            result = result.model_copy(
+                update={"items": steps.items, "delivered": root in self._readers}
+            )
+            await steps.done(result)
+        except Exception as exc:  # a cancel (a BaseException) is not reported: nobody waits
+            await _outside(partial(_report_failure, spec, me, exc))
+            raise
         return result.model_dump_json()
 
     async def _execute(self, messages: str, session: str, options: str) -> str:
@@ -358,6 +362,22 @@ class DurableAgent:
             raise DurableRunError(f"durable run {run_id!r} ended without a response", path=())
 
         return AgentRun(body)
+
+
+def _report_failure(spec: NodeSpec, step_id: str, error: Exception) -> None:
+    """Tell the parent of node step `step_id` (of `spec`) that it ended with `error` before
+    reporting: sent outside the step's DBOS record, which a replay that went another way
+    would check again (and so the parent fails the run rather than wait for it)."""
+    failed = DurableRunError(
+        f"node step {step_id!r} (node {spec.node!r}, superstep {spec.superstep}) ended without "
+        f"a result: {type(error).__name__}: {error}. Check that every worker runs the same "
+        "agents and node code (a recovered step replays what it recorded)",
+        path=tuple(spec.path),
+    )
+    message = NodeMessage(
+        kind="done", id=step_id, result=NodeResult(failed=error_of(failed, failed.path))
+    )
+    DBOS.send(spec.parent, message.model_dump_json(), topic=NODES)
 
 
 async def answer(run_id: str, messages: MessagesInput) -> None:

@@ -316,7 +316,7 @@ def apply_result(runner: Runner, job: Job, result: NodeResult) -> NodeWork:
         if tracker is not None:  # the run's budget counts what every node step spent
             tracker.rounds += result.spent[0]
             tracker.tokens += result.spent[1]
-    left = decode_state(result.state)
+    left = decode_state(result.state) if result.state else RunState()  # none: failed early
     runner.state.entered.update(left.entered)
     work.outputs = left.outputs
     work.requests = left.requests

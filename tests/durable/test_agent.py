@@ -9,7 +9,10 @@ from typing import Any
 import anyio
 import pytest
 from dbos import DBOS
+from dbos._error import DBOSUnexpectedStepError
 
+import raf.durable.agent
+import raf.durable.dbos
 from raf import (
     Budget,
     ChatMessage,
@@ -433,3 +436,35 @@ async def test_the_budget_counts_what_every_node_step_spent(dbos_sqlite: str) ->
         local.value.used,
         local.value.path,
     )
+
+
+@pytest.mark.parametrize("where", ["run", "report"])
+async def test_a_node_step_that_fails_with_a_dbos_error_fails_the_run_naming_it(
+    dbos_sqlite: str, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A DBOS error escaping a node step (here the replay check's, raised while the node runs
+    or while the step reports) reaches the parent, which fails the run rather than wait."""
+
+    async def replayed_otherwise(*args: object) -> NodeResult:
+        raise DBOSUnexpectedStepError("w", 3, "raf.model:boom/second#0", "raf.tool:x#0")
+
+    if where == "run":
+        monkeypatch.setattr(raf.durable.agent, "run_node_step", replayed_otherwise)
+    else:
+        monkeypatch.setattr(raf.durable.dbos.DbosSteps, "done", replayed_otherwise)
+    agent = (
+        WorkflowBuilder("boom")
+        .add_edge(FunctionAgent("first", lambda m: "ok"), FunctionAgent("second", lambda m: "no"))
+        .set_start("first")
+        .build()
+        .as_agent()
+    )
+    durable = DurableAgent(agent)
+    DBOS.launch()
+    with anyio.fail_after(30), pytest.raises(DurableRunError) as raised:
+        await durable.run("go", Session(id="d"))
+    message = str(raised.value)
+    assert "node step 'boom:d:0/boom/first@0#0' (node 'first', superstep 0)" in message
+    assert "DBOSUnexpectedStepError" in message
+    status = await DBOS.get_workflow_status_async("boom:d:0/boom/first@0#0")
+    assert status is not None and status.status == "ERROR"

@@ -297,6 +297,8 @@ class _Round:
             except (BudgetExceeded, RunTimeout):
                 raise
             except Exception as exc:
+                if type(exc).__module__.startswith("dbos"):
+                    raise  # a durable run's own error (a replay that went another way): fails
                 _log.warning("voter %r failed; it abstains", voter.id, exc_info=exc)
                 self.ballots[voter.id] = None
                 self.errors[voter.id] = f"failed: {type(exc).__name__}: {exc}"
