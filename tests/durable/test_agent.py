@@ -525,3 +525,20 @@ async def test_a_timed_out_run_cancels_its_running_node_steps(dbos_sqlite: str) 
     for node in ("a", "b"):
         status = await DBOS.get_workflow_status_async(f"split:t:0/split/{node}@1#0")
         assert status is not None and status.status == "CANCELLED"
+
+
+async def test_a_run_past_its_time_budget_fails_with_budget_exceeded(dbos_sqlite: str) -> None:
+    """`Budget(seconds=...)` bounds a durable turn as a local one: `BudgetExceeded` of kind
+    `seconds` when it is the lower limit."""
+    never = anyio.Event()
+
+    async def blocked(messages: list[ChatMessage]) -> str:
+        await never.wait()
+        return "late"
+
+    durable = DurableAgent(FunctionAgent("slow", blocked))
+    DBOS.launch()
+    options = RunOptions(timeout=30, budget=Budget(seconds=0.5))
+    with anyio.fail_after(10), pytest.raises(BudgetExceeded) as raised:
+        await durable.run("go", Session(id="s"), options)
+    assert (raised.value.kind, raised.value.limit, raised.value.path) == ("seconds", 0.5, ("slow",))
