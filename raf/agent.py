@@ -135,6 +135,41 @@ def default_options() -> RunOptions:
     return RunOptions()
 
 
+def time_limit(options: RunOptions) -> float | None:
+    """The seconds a turn of a run with `options` may take: the lower of `timeout` and
+    `Budget(seconds=...)` (None: no limit).
+
+    Example:
+        >>> time_limit(RunOptions(timeout=30, budget=Budget(seconds=10)))
+        10.0
+    """
+    seconds = options.budget.seconds if options.budget is not None else None
+    limits = [t for t in (options.timeout, seconds) if t is not None]
+    return min(limits) if limits else None
+
+
+def out_of_time(options: RunOptions, path: AgentPath) -> AgentError:
+    """The error a turn that took `time_limit(options)` ends with: `BudgetExceeded` when the
+    time budget is the lower limit, else `RunTimeout`.
+
+    Example:
+        >>> out_of_time(RunOptions(timeout=30), ("a",))
+        RunTimeout('run did not finish within 30.0s; raise RunOptions.timeout')
+    """
+    limit = time_limit(options)
+    seconds = options.budget.seconds if options.budget is not None else None
+    if seconds is not None and seconds == limit:
+        return BudgetExceeded(
+            f"the run's time budget of {seconds}s is spent; raise Budget(seconds=...) "
+            "in RunOptions",
+            kind="seconds",
+            limit=seconds,
+            used=seconds,
+            path=path,
+        )
+    return RunTimeout(f"run did not finish within {limit}s; raise RunOptions.timeout", path=path)
+
+
 def options_of_run(options: RunOptions | None) -> RunOptions:
     """The options one run uses: `options` with a metadata dict of the run's own."""
     if options is None:
@@ -308,28 +343,13 @@ class BaseAgent(ABC, Generic[ValueT]):
             return await bounded(ctx)
 
         async def bounded(ctx: RunContext) -> AgentResponse[ValueT]:
-            budget = run_options.budget
-            timeout = run_options.timeout
-            seconds = budget.seconds if budget is not None else None
-            if timeout is None and seconds is None:
+            limit = time_limit(run_options)
+            if limit is None:
                 return await self.invoke_turn(new_messages, ctx)
-            limit = min(t for t in (timeout, seconds) if t is not None)
             # move_on_after, not fail_after: a TimeoutError of the agent's own stays its own.
             with anyio.move_on_after(limit):
                 return await self.invoke_turn(new_messages, ctx)
-            if seconds is not None and seconds == limit:
-                raise BudgetExceeded(
-                    f"the run's time budget of {seconds}s is spent; raise Budget(seconds=...) "
-                    "in RunOptions",
-                    kind="seconds",
-                    limit=seconds,
-                    used=seconds,
-                    path=ctx.path,
-                )
-            raise RunTimeout(
-                f"run did not finish within {limit}s; raise RunOptions.timeout",
-                path=ctx.path,
-            )
+            raise out_of_time(run_options, ctx.path)
 
         async def attributed(emit: Emit) -> AgentResponse[ValueT]:
             origins = MessageOrigins()  # the response says which agent said what

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -31,6 +32,8 @@ from raf.agent import (
     RunOptions,
     Session,
     options_of_run,
+    out_of_time,
+    time_limit,
 )
 from raf.budget import BudgetTracker
 from raf.durable.dbos import ANSWERS, NODES, DbosSteps, NodeMessage
@@ -41,7 +44,7 @@ from raf.durable.envelopes import (
     UpdateEnvelope,
     envelope_adapter,
 )
-from raf.durable.manage import cancel_run, resume_run
+from raf.durable.manage import cancel_node_steps, cancel_run, resume_run
 from raf.durable.nodes import (
     NodeResult,
     NodeSpec,
@@ -310,6 +313,7 @@ class DurableAgent:
         run_options = RunOptions.model_validate_json(options)
         turn_messages = message_list_adapter.validate_json(messages)
         agent = self._agent
+        turn = 0
         while True:
             budget = run_options.budget
             ctx = RunContext(
@@ -321,7 +325,7 @@ class DurableAgent:
                 Turn(durable=steps),
             )
             try:
-                response = await agent.invoke_turn(turn_messages, ctx)
+                response = await self._bounded(turn_messages, ctx, turn)
             except AgentError as exc:
                 await steps.fail(exc)
                 raise
@@ -332,6 +336,30 @@ class DurableAgent:
             if response.status != "waiting":
                 return envelope.model_dump_json()
             turn_messages = await steps.answer()
+            turn += 1
+
+    async def _bounded(
+        self, messages: list[ChatMessage], ctx: RunContext, turn: int
+    ) -> AgentResponse[Any]:
+        """Turn `turn` of the run, within `RunOptions.timeout` and `Budget(seconds=...)` as a
+        local run's turn: its deadline is a recorded step, so a recovered turn keeps it; when
+        it passes, the run's unfinished node steps are cancelled and the turn fails as a local
+        one does (`RunTimeout`, or `BudgetExceeded` of kind `seconds`)."""
+        limit = time_limit(ctx.options)
+        if limit is None:
+            return await self._agent.invoke_turn(messages, ctx)
+
+        async def deadline() -> float:
+            return time.time() + limit
+
+        at = await DBOS.run_step_async({"name": f"raf.deadline#{turn}"}, deadline)
+        # move_on_after, not fail_after: a TimeoutError of the agent's own stays its own.
+        with anyio.move_on_after(at - time.time()):
+            return await self._agent.invoke_turn(messages, ctx)
+        run_id = DBOS.workflow_id
+        assert run_id is not None
+        await _outside(partial(cancel_node_steps, DBOS, run_id))
+        raise out_of_time(ctx.options, ctx.path)
 
     def attach(self, run_id: str, *, offset: int = 0, poll_seconds: float = 0.1) -> AgentRun[Any]:
         """Follow durable run `run_id` from any process, from item `offset` of its stream to

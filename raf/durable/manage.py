@@ -16,7 +16,7 @@ from typing import Any
 
 from raf.errors import DurableRunError
 
-__all__ = ["cancel_run", "resume_run"]
+__all__ = ["cancel_node_steps", "cancel_run", "resume_run"]
 
 
 def resume_run(api: Any, run_id: str) -> None:
@@ -45,6 +45,11 @@ def resume_run(api: Any, run_id: str) -> None:
 def cancel_run(api: Any, run_id: str) -> None:
     """Cancel run `run_id` and its node steps that have not ended."""
     api.cancel_workflow(run_id)
+    cancel_node_steps(api, run_id)
+
+
+def cancel_node_steps(api: Any, run_id: str) -> None:
+    """Cancel the node steps of run `run_id` that have not ended, on any worker."""
     running = api.list_workflows(
         workflow_id_prefix=f"{run_id}/",
         status=["PENDING", "ENQUEUED"],

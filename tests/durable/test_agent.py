@@ -26,7 +26,7 @@ from raf import (
 from raf.durable import DurableAgent, answer
 from raf.durable.nodes import NodeResult
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
-from raf.errors import BudgetExceeded, DurableRunError
+from raf.errors import BudgetExceeded, DurableRunError, RunTimeout
 from raf.messages import ToolResultContent
 from raf.testing import ScriptedProvider, text, tool_calls
 from raf.tools import ToolDefinition, tool
@@ -468,3 +468,77 @@ async def test_a_node_step_that_fails_with_a_dbos_error_fails_the_run_naming_it(
     assert "DBOSUnexpectedStepError" in message
     status = await DBOS.get_workflow_status_async("boom:d:0/boom/first@0#0")
     assert status is not None and status.status == "ERROR"
+
+
+async def test_a_run_that_takes_longer_than_its_timeout_fails_with_run_timeout(
+    dbos_sqlite: str,
+) -> None:
+    """A tool that blocks past `timeout`: the durable run fails with `RunTimeout`, as a local
+    run does, and its deadline is a recorded step of the run."""
+    never = anyio.Event()
+
+    @tool
+    async def stall() -> str:
+        """Stall."""
+        await never.wait()
+        return "done"
+
+    agent = ReactAgent(
+        "slow", ScriptedProvider([tool_calls(("stall", {})), text("late")]), "Go.", tools=[stall]
+    )
+    durable = DurableAgent(agent)
+    DBOS.launch()
+    with anyio.fail_after(10), pytest.raises(RunTimeout, match=r"within 0\.5s") as raised:
+        await durable.run("go", Session(id="t"), RunOptions(timeout=0.5))
+    assert raised.value.path == ("slow",)
+    assert raised.value.__notes__ == ["in durable run 'slow:t:0'"]
+    steps = await DBOS.list_workflow_steps_async("slow:t:0")
+    assert steps[0]["function_name"] == "raf.deadline#0"
+    handle: Any = await DBOS.retrieve_workflow_async("slow:t:0")
+    with anyio.fail_after(10), pytest.raises(RunTimeout):
+        await handle.get_result()  # the workflow itself ends with the error
+
+
+async def test_a_timed_out_run_cancels_its_running_node_steps(dbos_sqlite: str) -> None:
+    """A fan-out whose branches block past `timeout`: the run fails with `RunTimeout` and
+    the branches' node steps are cancelled, whichever worker runs them."""
+    never = anyio.Event()
+
+    async def plan(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await ctx.send(conversation)
+
+    async def wait(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        await never.wait()
+
+    agent = (
+        WorkflowBuilder("split")
+        .add_executor(FunctionExecutor("plan", plan))
+        .add_fan_out("plan", [FunctionExecutor("a", wait), FunctionExecutor("b", wait)])
+        .set_start("plan")
+        .build()
+        .as_agent()
+    )
+    durable = DurableAgent(agent, poll_seconds=0.01)
+    DBOS.launch()
+    with anyio.fail_after(10), pytest.raises(RunTimeout, match=r"within 0\.5s"):
+        await durable.run("go", Session(id="t"), RunOptions(timeout=0.5))
+    for node in ("a", "b"):
+        status = await DBOS.get_workflow_status_async(f"split:t:0/split/{node}@1#0")
+        assert status is not None and status.status == "CANCELLED"
+
+
+async def test_a_run_past_its_time_budget_fails_with_budget_exceeded(dbos_sqlite: str) -> None:
+    """`Budget(seconds=...)` bounds a durable turn as a local one: `BudgetExceeded` of kind
+    `seconds` when it is the lower limit."""
+    never = anyio.Event()
+
+    async def blocked(messages: list[ChatMessage]) -> str:
+        await never.wait()
+        return "late"
+
+    durable = DurableAgent(FunctionAgent("slow", blocked))
+    DBOS.launch()
+    options = RunOptions(timeout=30, budget=Budget(seconds=0.5))
+    with anyio.fail_after(10), pytest.raises(BudgetExceeded) as raised:
+        await durable.run("go", Session(id="s"), options)
+    assert (raised.value.kind, raised.value.limit, raised.value.path) == ("seconds", 0.5, ("slow",))
