@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from raf._trusted import with_paths
 from raf.messages import ChatMessage
 from raf.updates import AgentPath, AgentResponse, AgentUpdate
 
@@ -50,9 +51,9 @@ class MessageOrigins:
 
     def attributed(self, response: ResponseT) -> ResponseT:
         """`response` with `paths` set: each message's path, `()` where none was seen."""
-        paths = [self._path_of(message) for message in response.messages]
-        return response.model_copy(update={"paths": paths})
-
-    def _path_of(self, message: ChatMessage) -> AgentPath:
-        entry = self._seen.get(id(message))
-        return entry[1] if entry is not None and entry[0] is message else ()
+        seen = self._seen
+        paths: list[AgentPath] = []
+        for message in response.messages:
+            entry = seen.get(id(message))
+            paths.append(entry[1] if entry is not None and entry[0] is message else ())
+        return with_paths(response, paths)

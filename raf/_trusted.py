@@ -39,6 +39,7 @@ from raf.updates import (
 )
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R", bound="AgentResponse[Any]")
 
 _new = object.__new__
 _set = object.__setattr__
@@ -101,6 +102,16 @@ def completed_response(
         "paths": [],
     }
     return trusted(AgentResponse, values, {"messages", "usage", "value"})
+
+
+def with_paths(response: R, paths: list[AgentPath]) -> R:
+    """`response.model_copy(update={"paths": paths})`, for the checked paths of its messages;
+    takes ownership of `paths`. A response with extra fields or private attributes (a user's
+    subclass) is copied by pydantic, which copies those too."""
+    if response.__pydantic_extra__ is not None or response.__pydantic_private__ is not None:
+        return response.model_copy(update={"paths": paths})
+    values = {**response.__dict__, "paths": paths}
+    return trusted(type(response), values, response.model_fields_set | {"paths"})
 
 
 def text_delta(text: str, path: AgentPath) -> TextDelta:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from raf._trusted import (
     assistant_text,
@@ -18,6 +18,7 @@ from raf._trusted import (
     message_completed,
     text_delta,
     usage,
+    with_paths,
 )
 from raf.messages import ChatMessage, TextContent
 from raf.providers.seat import seen_by
@@ -107,6 +108,30 @@ def test_completed_response(
     _same(made, AgentResponse(messages=produced, usage=usage, value=value))
     _same(made.usage, usage)
     assert made.pending == [] and made.status == "completed"
+
+
+@given(st.lists(messages, max_size=3), values, st.lists(paths, max_size=3))
+def test_with_paths_is_model_copy_with_the_paths(
+    produced: list[ChatMessage], value: Any, attributed: list[tuple[str, ...]]
+) -> None:
+    response = AgentResponse(messages=produced, value=value)
+    made = with_paths(response, list(attributed))
+    _same(made, response.model_copy(update={"paths": list(attributed)}))
+    assert made.model_fields_set == {"messages", "value", "paths"}
+    assert response.paths == []  # the original keeps its own fields
+
+
+class _Annotated(AgentResponse[Any]):
+    model_config = ConfigDict(extra="allow")
+    _seen: int = PrivateAttr(default=0)
+
+
+def test_with_paths_leaves_a_subclass_with_extras_and_private_attributes_to_pydantic() -> None:
+    response = _Annotated(messages=[ChatMessage.assistant("ok")], note="kept")
+    response._seen = 3
+    made = with_paths(response, [("team",)])
+    assert made == response.model_copy(update={"paths": [("team",)]})
+    assert made.model_extra == {"note": "kept"} and made._seen == 3
 
 
 @given(ids, texts)
