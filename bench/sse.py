@@ -32,14 +32,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import anyio
 import anyio.lowlevel
+
+from bench.suites.base import PlayedCall
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = 3
@@ -71,23 +72,10 @@ class ScriptedModel:
         return _Call(self)
 
 
-class _Call:
+class _Call(PlayedCall[Any]):
     def __init__(self, model: ScriptedModel) -> None:
         self._model = model
-        self._events: AsyncGenerator[Any] | None = None
-
-    async def __aenter__(self) -> AsyncIterator[Any]:
-        self._events = self._play()
-        return self._events
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._events is not None:
-            await self._events.aclose()
+        self._events = None
 
     async def _play(self) -> AsyncGenerator[Any]:
         from raf.providers.base import Completion, TextChunk, UsageReport

@@ -8,9 +8,10 @@ every framework did the same logical work.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from types import TracebackType
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 CHAIN_LENGTH = 20
 """Agents in the sequential chain of scenario A."""
@@ -164,3 +165,32 @@ class Suite(Protocol):
     async def checkpointed(self, agents: int, directory: str) -> Checkpointed:
         """A chain of `agents` with and without a SQLite checkpoint store under `directory`."""
         ...
+
+
+E = TypeVar("E")
+
+
+class PlayedCall(Generic[E]):
+    """One fake model call: `async with` gives the events `_play` makes (an async generator),
+    and leaving the block closes it. Subclasses set `self._events = None` and write `_play`."""
+
+    __slots__ = ("_events",)
+
+    _events: AsyncGenerator[E] | None
+
+    async def __aenter__(self) -> AsyncGenerator[E]:
+        self._events = events = self._play()
+        return events
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        events = self._events
+        if events is not None:
+            await events.aclose()
+
+    def _play(self) -> AsyncGenerator[E]:
+        raise NotImplementedError

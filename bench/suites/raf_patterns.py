@@ -9,12 +9,11 @@ suite's `ZeroLatencyProvider`, `round_robin()`, `MaxRounds`. Both are consumed t
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from types import TracebackType
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from bench.patterns import PatternRun
-from bench.suites.base import INSTRUCTIONS, PROMPT, TOKEN, Outcome
+from bench.suites.base import INSTRUCTIONS, PROMPT, TOKEN, Outcome, PlayedCall
 from bench.suites.raf_suite import RafSuite
 from raf import GroupChatBuilder, HandoffBuilder, MaxRounds, ReactAgent, Session, round_robin
 from raf.agent import IAgent
@@ -62,26 +61,13 @@ class HandingOff:
         return _Answer(self._tool, len(messages))
 
 
-class _Answer:
-    __slots__ = ("_events", "_inputs", "_tool")
+class _Answer(PlayedCall[ProviderEvent]):
+    __slots__ = ("_inputs", "_tool")
 
     def __init__(self, tool: str | None, inputs: int) -> None:
         self._tool = tool
         self._inputs = inputs
-        self._events: AsyncGenerator[ProviderEvent] | None = None
-
-    async def __aenter__(self) -> AsyncIterator[ProviderEvent]:
-        self._events = self._play()
-        return self._events
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._events is not None:
-            await self._events.aclose()
+        self._events = None
 
     async def _play(self) -> AsyncGenerator[ProviderEvent]:
         yield TextChunk(TOKEN)

@@ -12,7 +12,6 @@ import importlib
 import itertools
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
-from types import TracebackType
 from typing import Any
 
 from bench.suites.base import (
@@ -21,6 +20,7 @@ from bench.suites.base import (
     TOKEN,
     Checkpointed,
     Outcome,
+    PlayedCall,
     Run,
     Unavailable,
     conversation_size,
@@ -79,30 +79,16 @@ class ZeroLatencyProvider:
         return TOKEN
 
 
-class _Answer:
+class _Answer(PlayedCall[ProviderEvent]):
     """The async context manager of one fake call."""
 
-    __slots__ = ("_events", "_inputs", "_provider", "_text")
+    __slots__ = ("_inputs", "_provider", "_text")
 
     def __init__(self, provider: ZeroLatencyProvider, inputs: int, text: str) -> None:
         self._provider = provider
         self._inputs = inputs
         self._text = text
-        self._events: AsyncGenerator[ProviderEvent] | None = None
-
-    async def __aenter__(self) -> AsyncIterator[ProviderEvent]:
-        self._events = self._play()
-        return self._events
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        events = self._events
-        if events is not None:
-            await events.aclose()
+        self._events = None
 
     async def _play(self) -> AsyncGenerator[ProviderEvent]:
         self._provider.stamp = now()

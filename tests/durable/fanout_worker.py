@@ -37,7 +37,7 @@ from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.providers.base import LlmProvider
 from raf.tools import tool
 from raf.updates import MessageCompleted
-from tests.durable.process import print_result
+from tests.durable.process import configure_dbos, print_result
 
 BRANCHES = ("north", "south")
 
@@ -97,14 +97,7 @@ async def main() -> None:
     args = parser.parse_args()
     from raf.providers.openai import OpenAIProvider, create_client
 
-    DBOS(
-        config={
-            "name": "raf-fanout",
-            "system_database_url": args.db,
-            "executor_id": args.executor,
-            "notification_listener_polling_interval_sec": 0.01,
-        }
-    )
+    configure_dbos("raf-fanout", args.db, args.executor)
     provider = OpenAIProvider(create_client(args.base_url, "test-key"), "scripted")
     die = args.die_in_meet and args.mode == "start"
     agent = graph(provider, Path(args.effects), args.executor, args.port, die)

@@ -1,4 +1,5 @@
-"""What the worker processes of the durable tests share: effects, dying, the result line."""
+"""What the worker processes of the durable tests share: DBOS set up, effects, dying, the
+result line."""
 
 from __future__ import annotations
 
@@ -9,6 +10,19 @@ import sys
 from pathlib import Path
 
 from dbos import DBOS
+
+
+def configure_dbos(name: str, db: str, executor: str) -> None:
+    """Set DBOS up for app `name` on the system database `db`, as worker `executor` (not yet
+    launched), polling for notifications often (SQLite has none pushed)."""
+    DBOS(
+        config={
+            "name": name,
+            "system_database_url": db,
+            "executor_id": executor,
+            "notification_listener_polling_interval_sec": 0.01,
+        }
+    )
 
 
 def effect(effects: Path, line: str, *, die: bool = False) -> None:

@@ -24,7 +24,7 @@ from raf.builders.vote import VoteBuilder, unanimous
 from raf.durable import DurableAgent
 from raf.providers.openai import OpenAIProvider, create_client
 from raf.tools import tool
-from tests.durable.process import effect, print_result
+from tests.durable.process import configure_dbos, effect, print_result
 
 VOTERS = ("ann", "bob")
 
@@ -58,14 +58,7 @@ async def main() -> None:
     parser.add_argument("--die-in", default="")
     parser.add_argument("--effects", default="effects.txt")
     args = parser.parse_args()
-    DBOS(
-        config={
-            "name": "raf-vote-recovery",
-            "system_database_url": args.db,
-            "executor_id": "voting",
-            "notification_listener_polling_interval_sec": 0.01,
-        }
-    )
+    configure_dbos("raf-vote-recovery", args.db, "voting")
     durable, _client = build(args.base_url, Path(args.effects), args.die_in)
     DBOS.launch()
     if args.mode == "start":

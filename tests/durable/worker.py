@@ -30,7 +30,7 @@ from raf.durable.envelopes import STREAM, TurnEnvelope, envelope_adapter
 from raf.engine import FunctionExecutor, NodeContext, WorkflowBuilder
 from raf.providers.openai import OpenAIProvider, create_client
 from raf.tools import tool
-from tests.durable.process import effect, print_result
+from tests.durable.process import configure_dbos, effect, print_result
 
 RESEARCHER = "Find the weather, then mail Bob."
 WRITER = "Write one line for the user."
@@ -84,14 +84,7 @@ async def main() -> None:
     parser.add_argument("--answer", action="append", default=[])
     parser.add_argument("--effects", default="effects.txt")
     args = parser.parse_args()
-    DBOS(
-        config={
-            "name": "raf-recovery",
-            "system_database_url": args.db,
-            "executor_id": args.executor,
-            "notification_listener_polling_interval_sec": 0.01,
-        }
-    )
+    configure_dbos("raf-recovery", args.db, args.executor)
     durable, _client = build(args.base_url, Path(args.effects), args.die_at.removeprefix("tool:"))
     DBOS.launch()
     answers = list(args.answer)
