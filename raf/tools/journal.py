@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from raf.messages import ToolCallContent
+from raf.stores._records import damaged_event
 from raf.stores.ids import new_id
 from raf.tools.in_doubt import InDoubt, decision_of, in_doubt_id, in_doubt_request, refused
 from raf.tools.tool import ToolResult
@@ -173,11 +174,17 @@ class ToolJournal:
                 records = dict[str, list[_Record]]()
                 for event in await self._log.events(self._key):
                     meta = event.meta
-                    result = None
-                    if event.kind == ENDED:
-                        result = ToolResult(str(meta["result"]), is_error=bool(meta["is_error"]))
-                    record = _Record(str(meta["arguments"]), result)
-                    records.setdefault(str(meta["step"]), []).append(record)
+                    try:
+                        result = None
+                        if event.kind == ENDED:
+                            text, is_error = meta["result"], meta["is_error"]
+                            result = ToolResult(str(text), is_error=bool(is_error))
+                        record = _Record(str(meta["arguments"]), result)
+                        step = str(meta["step"])
+                    except KeyError as exc:
+                        problem = f"the tool-call record has no {exc.args[0]!r}"
+                        raise damaged_event(event.id, problem) from None
+                    records.setdefault(step, []).append(record)
                 self._records = records
             return records
 

@@ -147,3 +147,34 @@ async def test_a_store_without_an_event_log_records_nothing_and_runs_the_call_ag
         assert mailer_text(done.outputs) == "done: sent to Ann"
         assert mail.sent == ["ann", "Ann"]
         assert await sqlite.events() == []
+
+
+async def test_a_damaged_tool_call_record_is_a_checkpoint_error_naming_it(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from raf import RunOptions
+    from raf.errors import CheckpointError
+    from raf.messages import ToolCallContent
+    from raf.run import RunContext
+    from raf.stores import StoredEvent, new_id
+    from raf.tools.journal import ENDED, ToolJournal
+
+    async with SqliteCheckpointStore(tmp_path / "runs.sqlite") as store:
+        damaged = StoredEvent(
+            id=new_id(),
+            occurred_at=datetime.now(UTC),
+            kind=ENDED,
+            key="raf.tool-calls/r1",
+            meta={"step": "a[a@0#0]#0:send", "arguments": "{}"},  # no result
+        )
+        await store.append(damaged)
+        journal = ToolJournal(store, "r1", fresh=False)
+
+        async def discard(update: object) -> None:
+            pass
+
+        ctx = RunContext(("a",), Session(), RunOptions(), discard)
+        call = ToolCallContent(call_id="c1", name="send", arguments="{}")
+        with pytest.raises(CheckpointError, match="has no 'result'") as info:
+            await journal.check(ctx, [(0, call)], frozenset())
+        assert info.value.event_id == damaged.id
