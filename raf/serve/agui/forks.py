@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import json
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -25,7 +26,10 @@ from raf.serve.agui.streaming import Resumed
 from raf.serve.threads import ThreadStore, check_thread_id
 from raf.stores import Checkpoint
 
-__all__ = ["ForkRefused", "ForkRequest", "read_fork_request", "resumption"]
+__all__ = ["BODY_LIMIT", "ForkRefused", "ForkRequest", "read_fork_request", "resumption"]
+
+BODY_LIMIT = 4096
+"""The most bytes a fork's body may have."""
 
 _THREAD_PREFIX = "thread:"
 
@@ -51,13 +55,21 @@ class ForkRequest:
 
 
 async def read_fork_request(request: Request) -> ForkRequest:
-    """The fork that `request`'s body asks for (a body the app's `GuardMiddleware` bounds, as
-    every request's).
+    """The fork that `request`'s body asks for.
 
     Raises:
-        ForkRefused: when the body is not JSON, or names no usable thread id.
+        ForkRefused: when the body is too large, not JSON, or names no usable thread id.
     """
-    body = await request.body()
+    declared = request.headers.get("content-length", "")
+    too_large = ForkRefused(413, f"a fork's body is at most {BODY_LIMIT} bytes")
+    if declared.isdigit() and int(declared) > BODY_LIMIT:
+        raise too_large
+    body = b""
+    async with aclosing(request.stream()) as chunks:
+        async for chunk in chunks:
+            body += chunk
+            if len(body) > BODY_LIMIT:
+                raise too_large
     if not body.strip():
         return ForkRequest(None, None)
     usage = 'send {} or {"threadId": "...", "agent": "..."}'
