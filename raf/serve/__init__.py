@@ -9,8 +9,25 @@ Example:
     >>> app = create_app(FunctionAgent("echo", lambda m: m[-1].text))
 """
 
-from raf.serve.agui.app import create_app as create_app
-from raf.serve.agui.mapper import AguiMapper as AguiMapper
-from raf.serve.agui.server import serve as serve
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from raf._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from raf.serve.agui.app import create_app as create_app
+    from raf.serve.agui.mapper import AguiMapper as AguiMapper
+    from raf.serve.agui.server import serve as serve
+
+# Starlette, uvicorn and the AG-UI types load on first use: `raf acp`, which imports
+# `raf.serve.acp` (and so this package), never needs them.
+_LAZY: dict[str, str] = {
+    "AguiMapper": "raf.serve.agui.mapper",
+    "create_app": "raf.serve.agui.app",
+    "serve": "raf.serve.agui.server",
+}
+
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 __all__ = ["AguiMapper", "create_app", "serve"]

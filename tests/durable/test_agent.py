@@ -503,11 +503,13 @@ async def test_a_timed_out_run_cancels_its_running_node_steps(dbos_sqlite: str) 
     """A fan-out whose branches block past `timeout`: the run fails with `RunTimeout` and
     the branches' node steps are cancelled, whichever worker runs them."""
     never = anyio.Event()
+    started: set[str] = set()
 
     async def plan(conversation: list[ChatMessage], ctx: NodeContext) -> None:
         await ctx.send(conversation)
 
     async def wait(conversation: list[ChatMessage], ctx: NodeContext) -> None:
+        started.add(ctx.node_id)
         await never.wait()
 
     agent = (
@@ -520,8 +522,11 @@ async def test_a_timed_out_run_cancels_its_running_node_steps(dbos_sqlite: str) 
     )
     durable = DurableAgent(agent, poll_seconds=0.01)
     DBOS.launch()
-    with anyio.fail_after(10), pytest.raises(RunTimeout, match=r"within 0\.5s"):
-        await durable.run("go", Session(id="t"), RunOptions(timeout=0.5))
+    # Long enough for both branches to start on a busy machine: a node step not yet enqueued
+    # when the deadline passes has nothing to cancel.
+    with anyio.fail_after(20), pytest.raises(RunTimeout, match=r"within 2\.0s"):
+        await durable.run("go", Session(id="t"), RunOptions(timeout=2))
+    assert started == {"a", "b"}
     for node in ("a", "b"):
         status = await DBOS.get_workflow_status_async(f"split:t:0/split/{node}@1#0")
         assert status is not None and status.status == "CANCELLED"
