@@ -44,18 +44,15 @@ _without_disk_flushes()
 
 
 def _compiled_once() -> None:
-    """Each module is compiled once for the whole run, not once per process. The suite starts
-    a few hundred Python processes (workers, servers, examples, crash victims); with
-    PYTHONDONTWRITEBYTECODE set, as some machines set it, each compiled every raf module again
-    (~0.1 CPU-s a process). The compiled files go to a cache of their own under the temporary
-    folder (PYTHONPYCACHEPREFIX), never into the checkout; set in the environment, so every
-    process the run starts shares it. A prefix already chosen is kept."""
-    if os.environ.get("PYTHONPYCACHEPREFIX"):
-        return
-    prefix = os.path.join(tempfile.gettempdir(), f"raf-tests-pycache-{os.getuid()}")
-    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = prefix
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    sys.dont_write_bytecode = False
+    """Each module is compiled once, not once per process. The suite starts a few hundred
+    Python processes (workers, servers, examples, crash victims); with PYTHONDONTWRITEBYTECODE
+    set, as some machines set it, each compiled every raf and test module again (~0.1 CPU-s a
+    process, and pytest's assertion rewriting of every test module in every worker). Lifted
+    in the environment, so every process the run starts writes and reads `__pycache__` (git
+    ignores it) as Python does by default. (A PYTHONPYCACHEPREFIX would not do: the installed
+    packages' own compiled files would be passed over and compiled again.)"""
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        sys.dont_write_bytecode = False
 
 
 _compiled_once()

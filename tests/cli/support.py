@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 RAF = str(Path(sys.executable).parent / "raf")
@@ -29,10 +32,22 @@ class Done:
     err: str
 
 
-async def raf(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> Done:
-    """`raf ARGS...` run to the end (offline, with `env` added to the environment)."""
-    with anyio.fail_after(TIMEOUT):
-        result = await anyio.run_process(
-            [RAF, *args], cwd=cwd, env=offline_env() | (env or {}), check=False
-        )
+def raf(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> Done:
+    """`raf ARGS...` run to the end (offline, with `env` added to the environment).
+
+    Synchronous: the command is the whole test, and a test that only runs commands has no
+    event loop of its own to run on asyncio and on trio."""
+    result = subprocess.run(
+        [RAF, *args],
+        cwd=cwd,
+        env=offline_env() | (env or {}),
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
     return Done(result.returncode, result.stdout.decode(), result.stderr.decode())
+
+
+async def raf_in_thread(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> Done:
+    """`raf(...)` from an async test, whose loop goes on (serving a scripted endpoint, say)."""
+    return await anyio.to_thread.run_sync(partial(raf, *args, cwd=cwd, env=env))

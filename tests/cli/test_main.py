@@ -17,29 +17,27 @@ from raf.cli.main import main
 from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env, raf
 from tests.cli.targets import STARTED
 
-pytestmark = pytest.mark.anyio
 
-
-async def test_help_and_version() -> None:
-    done = await raf("--help")
+def test_help_and_version() -> None:
+    done = raf("--help")
     assert done.status == 0
     for command in ("demo", "run", "tree", "graph", "acp"):
         assert command in done.out
-    run_help = await raf("run", "--help")
+    run_help = raf("run", "--help")
     assert "--session FILE" in run_help.out and "--json" in run_help.out
-    version = await raf("--version")
+    version = raf("--version")
     assert version.out == f"raf {metadata.version('raf')}\n" == f"raf {raf_package.__version__}\n"
 
 
-async def test_raf_alone_prints_the_help_and_exits_2() -> None:
-    done = await raf()
+def test_raf_alone_prints_the_help_and_exits_2() -> None:
+    done = raf()
     assert done.status == 2 and done.out == ""
     assert done.err.startswith("usage: raf [-h] [--version] COMMAND ...")
     assert all(command in done.err for command in ("demo", "run", "tree", "graph", "acp"))
 
 
-async def test_demo_help_says_what_it_does_offline_and_what_it_reads() -> None:
-    done = await raf("demo", "--help")
+def test_demo_help_says_what_it_does_offline_and_what_it_reads() -> None:
+    done = raf("demo", "--help")
     assert done.status == 0
     said = " ".join(done.out.split())
     assert "a built-in scripted model answers" in said and "the city the prompt names" in said
@@ -47,14 +45,14 @@ async def test_demo_help_says_what_it_does_offline_and_what_it_reads() -> None:
         assert variable in said
 
 
-async def test_the_scripted_demo_plans_for_the_city_in_the_prompt() -> None:
-    done = await raf("demo", "A weekend in Porto")
+def test_the_scripted_demo_plans_for_the_city_in_the_prompt() -> None:
+    done = raf("demo", "A weekend in Porto")
     assert done.status == 0, done.err
     assert '"city":"Porto"' in done.out and "Lisbon" not in done.out
 
 
-async def test_demo_streams_the_nested_tree_and_answers() -> None:
-    done = await raf("demo")
+def test_demo_streams_the_nested_tree_and_answers() -> None:
+    done = raf("demo")
     assert done.status == 0, done.err
     for agent_id in ("trip", "itinerary", "researcher", "planner", "logistics", "packer"):
         assert agent_id in done.out
@@ -64,28 +62,28 @@ async def test_demo_streams_the_nested_tree_and_answers() -> None:
     assert "model: scripted, offline" in done.out
 
 
-async def test_tree_as_json_and_drawn() -> None:
-    done = await raf("tree", "examples.registry:build_newsroom", "--json")
+def test_tree_as_json_and_drawn() -> None:
+    done = raf("tree", "examples.registry:build_newsroom", "--json")
     tree = json.loads(done.out)
     assert tree["id"] == "newsroom" and tree["kind"] == "concurrent"
     assert [c["id"] for c in tree["children"]] == ["writing", "check"]
-    drawn = await raf("tree", "examples.registry:build_newsroom")
+    drawn = raf("tree", "examples.registry:build_newsroom")
     assert "newsroom (concurrent)" in drawn.out and "polish (function)" in drawn.out
 
 
-async def test_graph_renders_a_workflow_as_mermaid_and_dot() -> None:
+def test_graph_renders_a_workflow_as_mermaid_and_dot() -> None:
     for fmt, marker in (("mermaid", "flowchart"), ("dot", "digraph")):
-        done = await raf("graph", "examples.registry:build_newsroom", "--format", fmt)
+        done = raf("graph", "examples.registry:build_newsroom", "--format", fmt)
         assert done.status == 0
         assert marker in done.out and "dispatcher" in done.out and "aggregator" in done.out
 
 
-async def test_a_bad_target_or_a_factory_needing_arguments_is_one_line_and_status_2() -> None:
+def test_a_bad_target_or_a_factory_needing_arguments_is_one_line_and_status_2() -> None:
     for args, says in (
         (("run", "examples.registry:nope", "hi"), "has no attribute 'nope'; it has build_newsroom"),
         (("run", "tests.cli.targets:needs_args", "hi"), "needs arguments (name); raf calls"),
     ):
-        done = await raf(*args)
+        done = raf(*args)
         assert done.status == 2
         assert done.err.startswith("raf run: ") and says in done.err
         assert done.err.count("\n") == 1 and "Traceback" not in done.out
@@ -124,6 +122,7 @@ def test_every_mistake_is_one_line_and_status_2(
     assert captured.err.count("\n") == 1 and captured.out == ""
 
 
+@pytest.mark.anyio
 async def test_ctrl_c_cancels_a_run_at_once_despite_a_blocked_tool_thread() -> None:
     process = await anyio.open_process(
         [RAF, "run", "tests.cli.targets:slow", "go"],

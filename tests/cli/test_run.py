@@ -5,35 +5,32 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from pydantic import TypeAdapter
 
 from raf.updates import AgentUpdate, RequestInfoUpdate, ToolCalled
 from tests.cli.support import raf
 
-pytestmark = pytest.mark.anyio
-
 UPDATES = TypeAdapter[AgentUpdate](AgentUpdate)
 
 
-async def test_the_answer_follows_the_tree_one_line_per_agent() -> None:
-    done = await raf("run", "tests.cli.targets:pair", "hi")
+def test_the_answer_follows_the_tree_one_line_per_agent() -> None:
+    done = raf("run", "tests.cli.targets:pair", "hi")
     assert done.status == 0, done.err
     tree, answer = done.out.split("first: one\n")
     assert "pair" in tree and "second" in tree
     assert answer == "second: two\n"
 
 
-async def test_an_output_schema_agent_answers_with_its_value_not_its_corrected_text() -> None:
-    done = await raf("run", "tests.cli.targets:structured", "hi")
+def test_an_output_schema_agent_answers_with_its_value_not_its_corrected_text() -> None:
+    done = raf("run", "tests.cli.targets:structured", "hi")
     assert done.status == 0, done.err
     answer = done.out[done.out.rindex("{") :]
     assert json.loads(answer) == {"title": "Cats"} and done.out.endswith("}\n")
     assert "a plain answer" not in done.out.split("└──")[-1].split("\n", 1)[1]
 
 
-async def test_json_prints_every_update_as_a_json_line() -> None:
-    done = await raf("run", "tests.cli.targets:tools_and_thoughts", "hi", "--json")
+def test_json_prints_every_update_as_a_json_line() -> None:
+    done = raf("run", "tests.cli.targets:tools_and_thoughts", "hi", "--json")
     assert done.status == 0, done.err
     updates = [UPDATES.validate_json(line) for line in done.out.splitlines()]
     assert [u.model_dump(mode="json") for u in updates] == [
@@ -45,38 +42,36 @@ async def test_json_prints_every_update_as_a_json_line() -> None:
     assert "".join(u.text for u in updates if u.type == "text_delta") == "It said HELLO."
 
 
-async def test_a_session_file_continues_the_conversation(tmp_path: Path) -> None:
+def test_a_session_file_continues_the_conversation(tmp_path: Path) -> None:
     session = tmp_path / "chat.json"
-    first = await raf("run", "tests.cli.targets:counter", "hi", "--session", str(session))
+    first = raf("run", "tests.cli.targets:counter", "hi", "--session", str(session))
     assert first.out.endswith("\n1 user messages\n")
-    second = await raf("run", "tests.cli.targets:counter", "again", "--session", str(session))
+    second = raf("run", "tests.cli.targets:counter", "again", "--session", str(session))
     assert second.out.endswith("\n2 user messages\n")
-    fresh = await raf("run", "tests.cli.targets:counter", "hi")
+    fresh = raf("run", "tests.cli.targets:counter", "hi")
     assert fresh.out.endswith("\n1 user messages\n")
 
 
-async def test_the_next_prompt_answers_a_waiting_run_kept_in_the_session_file(
+def test_the_next_prompt_answers_a_waiting_run_kept_in_the_session_file(
     tmp_path: Path,
 ) -> None:
     session = tmp_path / "review.json"
-    asked = await raf("run", "tests.cli.targets:approval", "cats", "--session", str(session))
+    asked = raf("run", "tests.cli.targets:approval", "cats", "--session", str(session))
     assert asked.status == 0, asked.err
     assert "waiting for: approval/review@1#0" in asked.out
     hint = f'answer with: raf run tests.cli.targets:approval "YOUR ANSWER" --session {session}'
     assert hint in " ".join(asked.out.split())
-    answered = await raf("run", "tests.cli.targets:approval", "approve", "--session", str(session))
+    answered = raf("run", "tests.cli.targets:approval", "approve", "--session", str(session))
     assert answered.status == 0, answered.err
     assert answered.out.endswith("\ndraft on cats: approve\n")
     assert "waiting" not in answered.out
 
 
-async def test_json_mode_keeps_stdout_for_updates_and_says_how_to_answer_on_stderr(
+def test_json_mode_keeps_stdout_for_updates_and_says_how_to_answer_on_stderr(
     tmp_path: Path,
 ) -> None:
     session = tmp_path / "review.json"
-    done = await raf(
-        "run", "tests.cli.targets:approval", "cats", "--json", "--session", str(session)
-    )
+    done = raf("run", "tests.cli.targets:approval", "cats", "--json", "--session", str(session))
     updates = [UPDATES.validate_json(line) for line in done.out.splitlines()]
     asks = [u for u in updates if isinstance(u, RequestInfoUpdate)]
     assert [a.request_id for a in asks] == ["approval/review@1#0"]
@@ -84,8 +79,8 @@ async def test_json_mode_keeps_stdout_for_updates_and_says_how_to_answer_on_stde
     assert "answer with: raf run tests.cli.targets:approval" in done.err
 
 
-async def test_a_failed_run_exits_1_with_its_error_and_path_on_stderr_unwrapped() -> None:
-    done = await raf("run", "tests.cli.targets:failing", "hi", env={"COLUMNS": "60"})
+def test_a_failed_run_exits_1_with_its_error_and_path_on_stderr_unwrapped() -> None:
+    done = raf("run", "tests.cli.targets:failing", "hi", env={"COLUMNS": "60"})
     assert done.status == 1
     [said] = [line for line in done.err.splitlines() if line.strip()]
     assert said.startswith("WorkflowError: executor 'b' failed") and "(at 's')" in said

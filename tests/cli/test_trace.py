@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from tests.cli.support import raf
 
-pytestmark = pytest.mark.anyio
 
-
-async def test_trace_prints_the_span_tree_after_the_answer() -> None:
-    done = await raf("run", "tests.cli.targets:tools_and_thoughts", "hi", "--trace")
+def test_trace_prints_the_span_tree_after_the_answer() -> None:
+    done = raf("run", "tests.cli.targets:tools_and_thoughts", "hi", "--trace")
     assert done.status == 0, done.err
     answer, tree = done.out.split("trace\n")
     assert answer.endswith("It said HELLO.\n")
@@ -26,8 +22,8 @@ async def test_trace_prints_the_span_tree_after_the_answer() -> None:
     assert "finish tool_calls" in lines[1] and "tokens 4 in, 5 out" in lines[1]
 
 
-async def test_with_json_the_tree_goes_to_stderr() -> None:
-    done = await raf("run", "tests.cli.targets:pair", "hi", "--json", "--trace")
+def test_with_json_the_tree_goes_to_stderr() -> None:
+    done = raf("run", "tests.cli.targets:pair", "hi", "--json", "--trace")
     assert done.status == 0, done.err
     for line in done.out.splitlines():
         json.loads(line)

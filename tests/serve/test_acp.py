@@ -1,7 +1,9 @@
 """`raf acp` driven by the ACP SDK's own client over stdio.
 
-The SDK runs on asyncio only. Under trio the test drives it on an asyncio loop of its own in a
-worker thread; the server is the `raf acp` subprocess either way.
+The SDK runs on asyncio only, and so does `raf acp`: each test drives the SDK on an asyncio loop
+of its own (`on_asyncio`) against the `raf acp` subprocess. The tests are synchronous: run under
+trio as well, they would run the same asyncio code a second time. (The ACP server tested in
+process, in tests/serve/test_acp_edges.py, runs on both.)
 """
 
 from __future__ import annotations
@@ -13,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import pytest
-import sniffio
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
@@ -33,8 +33,6 @@ from acp.schema import (
 )
 
 from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env
-
-pytestmark = pytest.mark.anyio
 
 
 @dataclass
@@ -89,17 +87,14 @@ async def serving(
         yield conn, session.session_id
 
 
-async def on_asyncio(scenario: Callable[[], Awaitable[None]]) -> None:
-    """Run `scenario`, bounded in time, on asyncio (the SDK's loop) whatever the test runs on."""
+def on_asyncio(scenario: Callable[[], Awaitable[None]]) -> None:
+    """Run `scenario`, bounded in time, on an asyncio loop of its own (the SDK's loop)."""
 
     async def bounded() -> None:
         with anyio.fail_after(TIMEOUT):
             await scenario()
 
-    if sniffio.current_async_library() == "asyncio":
-        await bounded()
-    else:
-        await anyio.to_thread.run_sync(anyio.run, bounded)
+    anyio.run(bounded, backend="asyncio")
 
 
 async def prompt(conn: ClientSideConnection, session_id: str, text: str) -> str:
@@ -107,7 +102,7 @@ async def prompt(conn: ClientSideConnection, session_id: str, text: str) -> str:
     return response.stop_reason
 
 
-async def one_prompt(target: str, client: RecordingClient, text: str) -> str:
+def one_prompt(target: str, client: RecordingClient, text: str) -> str:
     """Serve `target`, open a session, prompt it once; the stop reason."""
     reasons: list[str] = []
 
@@ -115,13 +110,13 @@ async def one_prompt(target: str, client: RecordingClient, text: str) -> str:
         async with serving(target, client) as (conn, session_id):
             reasons.append(await prompt(conn, session_id, text))
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     return reasons[0]
 
 
-async def test_text_thoughts_and_tool_calls_become_session_updates() -> None:
+def test_text_thoughts_and_tool_calls_become_session_updates() -> None:
     client = RecordingClient()
-    assert await one_prompt("tools_and_thoughts", client, "hi") == "end_turn"
+    assert one_prompt("tools_and_thoughts", client, "hi") == "end_turn"
     tools = [u for u in client.updates if isinstance(u, ToolCallStart | ToolCallProgress)]
     assert [(type(u).__name__, u.status) for u in tools] == [
         ("ToolCallStart", "pending"),
@@ -138,9 +133,9 @@ async def test_text_thoughts_and_tool_calls_become_session_updates() -> None:
     assert chunk.field_meta == {"raf": {"path": ["caller"]}}
 
 
-async def test_executors_become_plan_entries_and_nested_speakers_are_named() -> None:
+def test_executors_become_plan_entries_and_nested_speakers_are_named() -> None:
     client = RecordingClient()
-    assert await one_prompt("pair", client, "hi") == "end_turn"
+    assert one_prompt("pair", client, "hi") == "end_turn"
     plans = [u for u in client.updates if isinstance(u, AgentPlanUpdate)]
     last = plans[-1].entries
     assert [(e.content, e.status) for e in last] == [
@@ -151,7 +146,7 @@ async def test_executors_become_plan_entries_and_nested_speakers_are_named() -> 
     assert client.text() == "**first**: one\n\n**second**: two"
 
 
-async def test_acp_sessions_are_raf_sessions() -> None:
+def test_acp_sessions_are_raf_sessions() -> None:
     client = RecordingClient()
 
     async def scenario() -> None:
@@ -163,11 +158,11 @@ async def test_acp_sessions_are_raf_sessions() -> None:
             with pytest.raises(RequestError, match="Invalid params"):
                 await prompt(conn, "no-such-session", "hi")
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert client.text() == "1 user messages2 user messages1 user messages"
 
 
-async def test_cancel_ends_the_turn_cancelled_while_a_tool_thread_blocks() -> None:
+def test_cancel_ends_the_turn_cancelled_while_a_tool_thread_blocks() -> None:
     client = RecordingClient()
     reasons: list[str] = []
 
@@ -186,14 +181,14 @@ async def test_cancel_ends_the_turn_cancelled_while_a_tool_thread_blocks() -> No
             # protocol's: the tool's print went to stderr).
             reasons.append(await prompt(conn, session_id, "again"))
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert reasons[0] == "cancelled"
     assert reasons[1] == "end_turn"
 
 
-async def test_a_request_with_choices_is_a_permission_request_answered_in_the_turn() -> None:
+def test_a_request_with_choices_is_a_permission_request_answered_in_the_turn() -> None:
     client = RecordingClient(choose="approve")
-    assert await one_prompt("approval", client, "cats") == "end_turn"
+    assert one_prompt("approval", client, "cats") == "end_turn"
     [(tool_call, options)] = client.asked
     assert tool_call.title == "publish 'draft on cats'?"
     assert [(o.name, o.kind) for o in options] == [
@@ -210,7 +205,7 @@ async def test_a_request_with_choices_is_a_permission_request_answered_in_the_tu
     assert request_updates == ["pending", "completed"]
 
 
-async def test_a_dismissed_permission_request_cancels_the_turn_and_the_request_stays() -> None:
+def test_a_dismissed_permission_request_cancels_the_turn_and_the_request_stays() -> None:
     client = RecordingClient(choose=None)
     reasons: list[str] = []
 
@@ -220,12 +215,12 @@ async def test_a_dismissed_permission_request_cancels_the_turn_and_the_request_s
             client.choose = "reject"
             reasons.append(await prompt(conn, session_id, "reject"))
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert reasons == ["cancelled", "end_turn"]
     assert client.text().endswith("**review**: draft on cats: reject")
 
 
-async def test_a_free_text_request_is_asked_in_a_message_and_the_next_prompt_answers() -> None:
+def test_a_free_text_request_is_asked_in_a_message_and_the_next_prompt_answers() -> None:
     client = RecordingClient()
 
     async def scenario() -> None:
@@ -235,12 +230,12 @@ async def test_a_free_text_request_is_asked_in_a_message_and_the_next_prompt_ans
             assert "Reply to answer." in client.text()
             assert await prompt(conn, session_id, "Cats") == "end_turn"
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert client.asked == []
     assert client.text().endswith("**titling**: titled Cats")
 
 
-async def test_a_failed_run_answers_the_prompt_with_an_error_naming_its_path() -> None:
+def test_a_failed_run_answers_the_prompt_with_an_error_naming_its_path() -> None:
     client = RecordingClient()
 
     async def scenario() -> None:
@@ -250,7 +245,7 @@ async def test_a_failed_run_answers_the_prompt_with_an_error_naming_its_path() -
             assert "WorkflowError" in str(failure.value)
             assert failure.value.data == {"error": "WorkflowError", "path": ["s"]}
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
 
 
 @asynccontextmanager
@@ -276,7 +271,7 @@ async def kept(
         yield conn
 
 
-async def test_a_kept_session_is_listed_and_loaded_by_a_new_server(tmp_path: Path) -> None:
+def test_a_kept_session_is_listed_and_loaded_by_a_new_server(tmp_path: Path) -> None:
     store = tmp_path / "sessions.db"
     first, second = RecordingClient(), RecordingClient()
     found: dict[str, Any] = {}
@@ -304,7 +299,7 @@ async def test_a_kept_session_is_listed_and_loaded_by_a_new_server(tmp_path: Pat
             await prompt(conn, found["id"], "and now?")
             found["next"] = second.text()
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert found["listed"] == [(found["id"], "plan the trip", "/work/project")]
     assert found["all"] == 2
     assert found["replayed"] == [
@@ -316,7 +311,7 @@ async def test_a_kept_session_is_listed_and_loaded_by_a_new_server(tmp_path: Pat
     assert found["next"] == "3 user messages"  # the conversation went on where it was
 
 
-async def test_an_unknown_session_cannot_be_loaded(tmp_path: Path) -> None:
+def test_an_unknown_session_cannot_be_loaded(tmp_path: Path) -> None:
     errors: list[str] = []
 
     async def scenario() -> None:
@@ -325,11 +320,11 @@ async def test_an_unknown_session_cannot_be_loaded(tmp_path: Path) -> None:
                 await conn.load_session(cwd="/w", session_id="nope")
             errors.append(str(refused.value.data))
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert "no such session" in errors[0] and "session/list" in errors[0]
 
 
-async def test_two_editors_on_one_store_never_run_one_session_at_once(tmp_path: Path) -> None:
+def test_two_editors_on_one_store_never_run_one_session_at_once(tmp_path: Path) -> None:
     store = tmp_path / "sessions.db"
     first, second = RecordingClient(), RecordingClient()
     outcome: dict[str, Any] = {}
@@ -352,6 +347,6 @@ async def test_two_editors_on_one_store_never_run_one_session_at_once(tmp_path: 
                 outcome["refused"] = str(refused.value.data)
                 await one.cancel(session_id=session_id)
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert outcome["first"] == "cancelled"
     assert "is busy" in outcome["refused"] and "another editor" in outcome["refused"]

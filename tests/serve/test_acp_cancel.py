@@ -24,8 +24,6 @@ from acp.schema import AgentMessageChunk
 
 from tests.serve.test_acp import RecordingClient, kept, on_asyncio, prompt
 
-pytestmark = pytest.mark.anyio
-
 
 @dataclass
 class _AnswerWatcher(RecordingClient):
@@ -85,7 +83,7 @@ async def _cancelled_on_a_locked_store(
         ("slow", {"cancelled"}, "finished"),
     ],
 )
-async def test_a_prompt_cancelled_on_a_locked_store_ends_and_the_next_one_runs(
+def test_a_prompt_cancelled_on_a_locked_store_ends_and_the_next_one_runs(
     tmp_path: Path, target: str, first_ends: set[str], next_answer: str
 ) -> None:
     store = tmp_path / "sessions.db"
@@ -101,7 +99,7 @@ async def test_a_prompt_cancelled_on_a_locked_store_ends_and_the_next_one_runs(
             seen["second"] = await prompt(conn, session_id, "two")
             seen["text"] = client.text()
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     reason, still_running = seen["first"]
     assert still_running, "the prompt had ended before the cancel was sent"
     assert reason in first_ends

@@ -49,8 +49,7 @@ def test_lines_that_are_not_a_json_object_get_errors_and_the_server_goes_on() ->
     assert replies[-1]["id"] == 1 and replies[-1]["result"]["agentInfo"]["name"] == "raf"
 
 
-@pytest.mark.anyio
-async def test_a_dismissed_question_is_asked_again_and_the_prompt_runs_after_it() -> None:
+def test_a_dismissed_question_is_asked_again_and_the_prompt_runs_after_it() -> None:
     client = RecordingClient(choose=None)
     reasons: list[str] = []
 
@@ -61,7 +60,7 @@ async def test_a_dismissed_question_is_asked_again_and_the_prompt_runs_after_it(
             client.choose = "approve"
             reasons.append(await prompt(conn, session_id, "dogs"))
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert reasons == ["cancelled", "cancelled", "end_turn"]
     text = client.text()
     assert "is still open, so the prompt was not sent" in text
@@ -71,8 +70,7 @@ async def test_a_dismissed_question_is_asked_again_and_the_prompt_runs_after_it(
     assert len(client.asked) == 4  # cats, cats again, cats a third time, then dogs
 
 
-@pytest.mark.anyio
-async def test_a_prompt_naming_a_choice_answers_a_dismissed_question() -> None:
+def test_a_prompt_naming_a_choice_answers_a_dismissed_question() -> None:
     client = RecordingClient(choose=None)
     reasons: list[str] = []
 
@@ -81,14 +79,13 @@ async def test_a_prompt_naming_a_choice_answers_a_dismissed_question() -> None:
             reasons.append(await prompt(conn, session_id, "cats"))
             reasons.append(await prompt(conn, session_id, "Reject"))
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert reasons == ["cancelled", "end_turn"]
     assert client.text().endswith("**review**: draft on cats: reject")
     assert len(client.asked) == 1
 
 
-@pytest.mark.anyio
-async def test_an_empty_prompt_is_refused() -> None:
+def test_an_empty_prompt_is_refused() -> None:
     client = RecordingClient()
     errors: list[RequestError] = []
 
@@ -100,13 +97,12 @@ async def test_an_empty_prompt_is_refused() -> None:
                 errors.append(exc)
             assert await prompt(conn, session_id, "hi") == "end_turn"
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     [error] = errors
     assert error.code == -32602 and "no text" in json.dumps(error.data)
 
 
-@pytest.mark.anyio
-async def test_a_failed_turn_leaves_no_plan_entry_running() -> None:
+def test_a_failed_turn_leaves_no_plan_entry_running() -> None:
     client = RecordingClient()
     errors: list[RequestError] = []
 
@@ -117,7 +113,7 @@ async def test_a_failed_turn_leaves_no_plan_entry_running() -> None:
             except RequestError as exc:
                 errors.append(exc)
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert errors and "WorkflowError" in str(errors[0])
     plans = [u for u in client.updates if isinstance(u, AgentPlanUpdate)]
     assert plans and all(e.status != "in_progress" for e in plans[-1].entries)
@@ -166,8 +162,7 @@ async def test_sessions_are_kept_in_the_store_and_only_running_turns_in_memory()
         await server.prompt("never-made", [text_block("hi")])
 
 
-@pytest.mark.anyio
-async def test_a_question_cancelled_while_asked_is_asked_again_by_the_next_prompt() -> None:
+def test_a_question_cancelled_while_asked_is_asked_again_by_the_next_prompt() -> None:
     reasons: list[str] = []
 
     class Hesitant(RecordingClient):
@@ -204,7 +199,7 @@ async def test_a_question_cancelled_while_asked_is_asked_again_by_the_next_promp
             client.released.set()
             reasons.append(await prompt(conn, session_id, "dogs"))
 
-    await on_asyncio(scenario)
+    on_asyncio(scenario)
     assert reasons == ["cancelled", "end_turn"]
     text = client.text()
     assert "**review**: draft on cats: approve" in text and "cats: dogs" not in text
