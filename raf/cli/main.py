@@ -61,7 +61,8 @@ class _Version(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
         import raf
 
-        parser.exit(message=f"raf {raf.__version__}\n")
+        print(f"raf {raf.__version__}")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
