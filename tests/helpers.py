@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
+from anyio.from_thread import start_blocking_portal
 
 from raf.agent import AgentMetadata, AgentRun, IAgent, RunOptions
 from raf.messages import ChatMessage, MessagesInput
 from raf.session import Session
+from raf.testing import ScriptedOpenAIServer
+from raf.testing.script import Script
 from raf.tools.definition import ToolDefinition
 
 
@@ -72,6 +75,20 @@ async def answers_in_sessions(agent: IAgent, prompts: Sequence[str]) -> list[str
             for index in range(len(prompts)):
                 group.start_soon(one, index)
     return answers
+
+
+@contextmanager
+def endpoint_in_thread(script: Script, **options: Any) -> Iterator[ScriptedOpenAIServer]:
+    """A `ScriptedOpenAIServer(script, **options)` served from a thread of its own, on asyncio.
+
+    For a synchronous test whose subject is another process (an example, the `raf` command)
+    talking to the endpoint: run as an async test on each backend, it would start that same
+    process twice."""
+    with (
+        start_blocking_portal(backend="asyncio") as portal,
+        portal.wrap_async_context_manager(ScriptedOpenAIServer(script, **options)) as server,
+    ):
+        yield server
 
 
 def task_count() -> int:

@@ -13,12 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
 from raf.messages import ChatMessage
 from raf.providers.openai import LOCAL_API_KEY
-from raf.testing import ScriptedOpenAIServer, Turn, text
+from raf.testing import Turn, text
+from tests.helpers import endpoint_in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -110,25 +110,23 @@ def answer_briefly(messages: list[ChatMessage]) -> Turn:
     return text("ok")
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("name", SCRIPTS)
-async def test_example_runs_against_an_openai_compatible_endpoint(name: str) -> None:
-    async with ScriptedOpenAIServer(answer_briefly) as server:
+def test_example_runs_against_an_openai_compatible_endpoint(name: str) -> None:
+    with endpoint_in_thread(answer_briefly) as server:
         env = offline_env() | {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key"}
-        with anyio.fail_after(60):
-            done = await anyio.run_process(command(name, "script"), env=env, check=False)
+        done = subprocess.run(command(name, "script"), env=env, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     assert EXPECTED[name] in done.stdout.decode()
     uses_a_model = "provider_for" in (EXAMPLES / name).read_text()
     assert (len(server.requests) > 0) == uses_a_model
 
 
-@pytest.mark.anyio
-async def test_an_example_runs_on_a_local_server_with_a_base_url_alone() -> None:
-    async with ScriptedOpenAIServer(answer_briefly) as server:
+def test_an_example_runs_on_a_local_server_with_a_base_url_alone() -> None:
+    with endpoint_in_thread(answer_briefly) as server:
         env = offline_env() | {"OPENAI_BASE_URL": server.base_url}
-        with anyio.fail_after(60):
-            done = await anyio.run_process(command("group_chat.py", "script"), env=env, check=False)
+        done = subprocess.run(
+            command("group_chat.py", "script"), env=env, capture_output=True, timeout=60
+        )
     assert done.returncode == 0, done.stderr.decode()
     assert EXPECTED["group_chat.py"] in done.stdout.decode()
     assert server.requests and all(

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
-import anyio
-import pytest
-
 from raf.messages import ChatMessage
-from raf.testing import ScriptedOpenAIServer, Turn, text
+from raf.testing import Turn, text
+from tests.helpers import endpoint_in_thread
 
 INDEX = Path(__file__).resolve().parent.parent / "docs" / "index.md"
 
@@ -38,25 +37,25 @@ def answer_briefly(messages: list[ChatMessage]) -> Turn:
     return text("Bread, daily.")
 
 
-@pytest.mark.anyio
-async def test_the_file_prints_what_the_page_shows(tmp_path: Path) -> None:
+def test_the_file_prints_what_the_page_shows(tmp_path: Path) -> None:
     first = save_as_first_py(tmp_path)
-    with anyio.fail_after(60):
-        done = await anyio.run_process([sys.executable, str(first)], cwd=tmp_path, env=env())
+    done = subprocess.run(
+        [sys.executable, str(first)], cwd=tmp_path, env=env(), capture_output=True, timeout=60
+    )
     shown = re.findall(r"```text\n(.*?)```", section(), re.S)[0]
     assert done.stdout.decode().startswith(shown)
     assert "from the model" not in done.stdout.decode()
 
 
-@pytest.mark.anyio
-async def test_step_five_runs_on_an_openai_compatible_endpoint(tmp_path: Path) -> None:
+def test_step_five_runs_on_an_openai_compatible_endpoint(tmp_path: Path) -> None:
     first = save_as_first_py(tmp_path)
-    async with ScriptedOpenAIServer(answer_briefly) as server:
-        with anyio.fail_after(60):
-            done = await anyio.run_process(
-                [sys.executable, str(first)],
-                cwd=tmp_path,
-                env=env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test-key"),
-            )
+    with endpoint_in_thread(answer_briefly) as server:
+        done = subprocess.run(
+            [sys.executable, str(first)],
+            cwd=tmp_path,
+            env=env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test-key"),
+            capture_output=True,
+            timeout=60,
+        )
     assert "from the model: Bread, daily." in done.stdout.decode()
     assert len(server.requests) == 2  # the writer's call and the editor's

@@ -6,11 +6,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-
-import anyio
-import anyio.to_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 RAF = str(Path(sys.executable).parent / "raf")
@@ -46,8 +42,3 @@ def raf(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> Done
         check=False,
     )
     return Done(result.returncode, result.stdout.decode(), result.stderr.decode())
-
-
-async def raf_in_thread(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> Done:
-    """`raf(...)` from an async test, whose loop goes on (serving a scripted endpoint, say)."""
-    return await anyio.to_thread.run_sync(partial(raf, *args, cwd=cwd, env=env))

@@ -11,7 +11,8 @@ from raf.cli.demo import run_demo
 from raf.messages import ChatMessage
 from raf.providers.openai import LOCAL_API_KEY
 from raf.testing import Quirks, ScriptedOpenAIServer, Turn, error, text, tool_calls
-from tests.cli.support import raf, raf_in_thread
+from tests.cli.support import raf
+from tests.helpers import endpoint_in_thread
 
 TOOLS = {  # how each tool-using agent's instructions begin, and its tool
     "Find the sights": "find_sights",
@@ -67,13 +68,12 @@ async def test_demo_agents_call_their_tools_on_a_local_server(
     assert all(r.body["messages"][-1]["role"] != "assistant" for r in server.requests)
 
 
-@pytest.mark.anyio
-async def test_raf_demo_runs_on_a_local_server_with_a_base_url_alone() -> None:
+def test_raf_demo_runs_on_a_local_server_with_a_base_url_alone() -> None:
     # `OPENAI_BASE_URL=... raf demo`, as docs/local-models.md says: no key set at all.
-    async with ScriptedOpenAIServer(endpoint) as server:
+    with endpoint_in_thread(endpoint) as server:
         base_url = server.base_url
         env = {"OPENAI_BASE_URL": base_url, "RAF_MODEL": "local-model"}
-        done = await raf_in_thread("demo", "A weekend in Porto.", env=env)
+        done = raf("demo", "A weekend in Porto.", env=env)
     assert done.status == 0, done.err
     assert "find_sights ✓" in done.out and "forecast ✓" in done.out
     assert f"model: local-model at {base_url}" in done.out
@@ -94,11 +94,10 @@ def test_raf_demo_on_a_dead_endpoint_says_so_in_one_line_and_exits_2() -> None:
     assert "Traceback" not in done.out + done.err
 
 
-@pytest.mark.anyio
-async def test_raf_demo_with_a_refused_key_exits_2_in_one_line() -> None:
-    async with ScriptedOpenAIServer(lambda m: error(status=401)) as server:
+def test_raf_demo_with_a_refused_key_exits_2_in_one_line() -> None:
+    with endpoint_in_thread(lambda m: error(status=401)) as server:
         env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "wrong"}
-        done = await raf_in_thread("demo", env=env)
+        done = raf("demo", env=env)
     assert done.status == 2
     errors = [line for line in done.err.splitlines() if not line.startswith("model '")]
     assert len(errors) == 1 and "HTTP 401" in errors[0], done.err
