@@ -42,17 +42,23 @@ M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R", bound="AgentResponse[Any]")
 
 _new = object.__new__
-_set = object.__setattr__
+# The setters of `BaseModel`'s own slots, called directly: `object.__setattr__(model, name, v)`
+# looks the name up and slices its arguments first, some 500 instructions a call more.
+_slots = vars(BaseModel)
+_set_dict = _slots["__dict__"].__set__
+_set_fields_set = _slots["__pydantic_fields_set__"].__set__
+_set_extra = _slots["__pydantic_extra__"].__set__
+_set_private = _slots["__pydantic_private__"].__set__
 
 
 def trusted(cls: type[M], values: dict[str, Any], given: set[str]) -> M:
     """An instance of `cls` holding `values` (every field, in declaration order), as if built
     from the fields named in `given` (its `model_fields_set`). Takes ownership of both."""
     model = _new(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", given)
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
+    _set_dict(model, values)
+    _set_fields_set(model, given)
+    _set_extra(model, None)
+    _set_private(model, None)
     return model
 
 

@@ -7,6 +7,7 @@ sends dropped and is re-run from its start when the run resumes with the answer.
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -256,7 +257,9 @@ class NodeContext:
             telemetry.asked(runner.session, request_id, work.node_id, runner.scope)
         raise Suspended([(request_id, payload, runner.scope)], forwarded=False)
 
-    async def invoke_agent(self, agent: IAgent, messages: list[ChatMessage]) -> AgentResponse:
+    def invoke_agent(
+        self, agent: IAgent, messages: list[ChatMessage]
+    ) -> Coroutine[Any, Any, AgentResponse]:
         """Run `agent` as part of this node, forwarding its stream; wait when it waits.
 
         The agent's usage counts toward the usage of the workflow agent's response.
@@ -274,7 +277,14 @@ class NodeContext:
         context = self.run_context
         work = self._work
         if context.turn.durable is None:
-            return await self._invoke(agent, messages, context, work)
+            # The call's own coroutine, with no coroutine of this method's around it.
+            return self._invoke(agent, messages, context, work)
+        return self._invoke_in_turn(agent, messages, context, work)
+
+    async def _invoke_in_turn(
+        self, agent: IAgent, messages: list[ChatMessage], context: RunContext, work: NodeWork
+    ) -> AgentResponse:
+        """`_invoke` in a durable run: one call of the node's at a time."""
         lock = work.lock
         if lock is None:
             lock = work.lock = anyio.Lock()
@@ -308,7 +318,8 @@ class NodeContext:
         continues = work.resuming and (
             session.get(base + WAITING) is not None or session.get(base + FOREIGN) is not None
         )
-        if isinstance(agent, BaseAgent):
+        # `BaseAgent` among the type's bases first: the usual case, without the ABC's check.
+        if BaseAgent in type(agent).__mro__ or isinstance(agent, BaseAgent):
             if not work.resuming and context.session.get(base + WAITING) is not None:
                 # A fresh call: what the agent kept from an earlier wait is stale.
                 forget_waiting(context.session, base)

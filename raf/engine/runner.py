@@ -324,7 +324,7 @@ class Runner:
             async with anyio.create_task_group() as tg:
                 self._scope = tg.cancel_scope
                 for work, job in zip(works, jobs, strict=True):
-                    tg.start_soon(self._run_node, *job, work)
+                    tg.start_soon(self._run_node, *job, work, name=_NODE_TASK)
             self._scope = None
         state = self.state
         asked = len(state.requests)
@@ -483,6 +483,11 @@ class Runner:
         )
         await self.sink(WorkflowFailed(error, node_id=nodes[0]))
         return "failed"
+
+
+_NODE_TASK = f"{Runner.__module__}.{Runner.run_node.__qualname__}"
+"""The name anyio gives a node's task (`get_callable_name` of `Runner._run_node`), given so
+that it is not made again for every task (some 4,000 instructions each)."""
 
 
 def _split_waits(

@@ -1,0 +1,1 @@
+"""Instructions by component under callgrind (`python -m bench.attribution`)."""
