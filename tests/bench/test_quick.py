@@ -104,3 +104,22 @@ def test_a_needs_ten_times_the_fastest_peer(monkeypatch: pytest.MonkeyPatch) -> 
         "status": "unavailable",
         "reason": "later",
     }
+
+
+def test_workers_run_on_the_chosen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench import run
+
+    calls: list[list[str]] = []
+
+    def worker(python: str, arguments: list[str], timeout: float) -> dict[str, Any]:
+        calls.append(arguments)
+        return {"status": "ok", "value": 1.0, "version": "-", "details": {}}
+
+    monkeypatch.setattr(run, "_worker", worker)
+    monkeypatch.setattr(run, "_yardstick_ms", lambda: 1.0)
+    results = run.measure(run._arguments(["--quick", "--scenarios", "A", "--clock", "cpu"]))  # pyright: ignore[reportPrivateUsage]
+    measured = [c for c in calls if c[0] != "probe"]
+    assert measured
+    assert all(c[c.index("--clock") + 1] == "cpu" for c in measured)
+    assert results["meta"]["clock"] == "cpu"
