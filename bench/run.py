@@ -167,6 +167,8 @@ def measure(args: argparse.Namespace) -> Record:
                         str(iterations),
                         "--warmup",
                         str(warmup),
+                        "--clock",
+                        args.clock,
                     ],
                     args.timeout,
                 )

@@ -57,11 +57,13 @@ from bench.suites.base import (  # noqa: E402
 _HARNESS_RSS_KIB = _status_kib("VmRSS")
 """Resident memory once the worker's own modules are loaded."""
 
+_LANGGRAPH = ("langgraph.graph", "langchain_core.language_models")
 _IMPORTS: dict[str, tuple[str, ...]] = {
     "raf": ("raf",),
     "floor": ("anyio",),
     "maf": ("agent_framework", "agent_framework_orchestrations"),
-    "langgraph": ("langgraph.graph", "langchain_core.language_models"),
+    "langgraph": _LANGGRAPH,
+    "langgraph-invoke": _LANGGRAPH,
 }
 """What scenario G imports per framework (kept here so G loads no framework itself)."""
 

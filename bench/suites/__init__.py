@@ -11,21 +11,30 @@ SUITES: dict[str, str] = {
     "floor": "bench.suites.floor:FloorSuite",
     "maf": "bench.suites.maf_suite:MafSuite",
     "langgraph": "bench.suites.langgraph_suite:LangGraphSuite",
+    "langgraph-invoke": "bench.suites.langgraph_suite:LangGraphInvokeSuite",
 }
 """Framework name -> `module:class` of its suite, in table order."""
 
-PEERS = ("maf", "langgraph")
-"""The frameworks raf is compared with."""
+PEERS = ("maf", "langgraph", "langgraph-invoke")
+"""The frameworks raf is compared with: LangGraph twice, streamed (`astream`, what raf's runs
+always do) and through its cheapest path (`ainvoke`, nothing streamed)."""
 
 LABELS = {
     "raf": "raf",
     "floor": "floor (anyio)",
     "maf": "MS Agent Framework",
     "langgraph": "LangGraph",
+    "langgraph-invoke": "LangGraph ainvoke",
 }
 """Column titles."""
 
-SHORT = {"raf": "raf", "floor": "floor", "maf": "MAF", "langgraph": "LangGraph"}
+SHORT = {
+    "raf": "raf",
+    "floor": "floor",
+    "maf": "MAF",
+    "langgraph": "LangGraph",
+    "langgraph-invoke": "LangGraph ainvoke",
+}
 """Names in the ratio columns."""
 
 

@@ -9,6 +9,12 @@ message (the closest to raf's completed messages), so the consumer sees the same
 Nesting (scenario E) adds compiled graphs as nodes of their parents and streams with
 `subgraphs=True`; checkpoints (scenario F) use langgraph-checkpoint-sqlite's
 `AsyncSqliteSaver` with the default durability.
+
+`LangGraphInvokeSuite` ("langgraph-invoke") runs the same graphs through LangGraph's cheapest
+path, `graph.ainvoke(state)`: nothing is streamed, so each node's model answers through
+`_agenerate` (one finished `AIMessage`) and the caller sees the tokens only in the state the run
+returns. Its check counts the assistant messages of that state (and the token in each); scenario
+E, a token's latency on its way to the consumer, does not exist on that path (n/a).
 """
 
 from __future__ import annotations
@@ -108,6 +114,11 @@ def _count(item: Any) -> tuple[int, int]:
     return 0, replies
 
 
+def _start() -> dict[str, Any]:
+    """The state every run starts from: the user's prompt."""
+    return {"messages": [("user", PROMPT)]}
+
+
 class LangGraphSuite:
     """LangGraph's side of every scenario."""
 
@@ -151,8 +162,7 @@ class LangGraphSuite:
 
     async def _consume(self, graph: Any, config: Any = None) -> Outcome:
         tokens = replies = 0
-        state = {"messages": [("user", PROMPT)]}
-        async for item in graph.astream(state, config, stream_mode=["messages", "updates"]):
+        async for item in graph.astream(_start(), config, stream_mode=["messages", "updates"]):
             seen, done = _count(item)
             tokens += seen
             replies += done
@@ -209,9 +219,8 @@ class LangGraphSuite:
 
         async def run() -> float:
             latency = 0.0
-            state = {"messages": [("user", PROMPT)]}
             async for _namespace, (chunk, _meta) in graph.astream(
-                state, stream_mode="messages", subgraphs=True
+                _start(), stream_mode="messages", subgraphs=True
             ):
                 if chunk.content == TOKEN:
                     latency = now() - book.stamp
@@ -245,6 +254,30 @@ class LangGraphSuite:
             checkpointed=lambda: self._consume(stored, config()),
             checkpoints=checkpoints,
             close=connection.close,
+        )
+
+
+class LangGraphInvokeSuite(LangGraphSuite):
+    """LangGraph's cheapest path: the same graphs run with `graph.ainvoke`, nothing streamed."""
+
+    name = "langgraph-invoke"
+
+    def details(self) -> dict[str, str]:
+        return {
+            "leaf": "StateGraph node calling a BaseChatModel subclass (_agenerate: one AIMessage)",
+            "run": "graph.ainvoke(state): no stream, the tokens reach the caller in the final state",
+        }
+
+    async def _consume(self, graph: Any, config: Any = None) -> Outcome:
+        # No token is streamed: each one is counted in the finished reply that carries it.
+        state = await graph.ainvoke(_start(), config)
+        replies = [m for m in state["messages"] if m.type == "ai"]
+        return Outcome(sum(1 for m in replies if m.content == TOKEN), len(replies))
+
+    async def nested(self, depth: int) -> Callable[[], Awaitable[float]]:
+        raise Unavailable(
+            "ainvoke streams nothing: a token reaches the caller only when the whole run has "
+            "returned, so there is no token latency to measure per nesting level"
         )
 
 

@@ -6,6 +6,7 @@ that every scenario produces a number, or says why it cannot, and that the files
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -23,9 +24,13 @@ SCENARIOS = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"]
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, str]:
-    out = tmp_path_factory.mktemp("bench")
+    return _quick(tmp_path_factory.mktemp("bench"), "--frameworks", "raf,floor")
+
+
+def _quick(out: Path, *arguments: str) -> tuple[dict[str, Any], str, str]:
+    """A quick `python -m bench` run writing into `out`: its results, page and printed table."""
     done = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--frameworks", "raf,floor", "--out", str(out)],
+        [sys.executable, "-m", "bench", "--quick", "--out", str(out), *arguments],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -104,3 +109,58 @@ def test_a_needs_ten_times_the_fastest_peer(monkeypatch: pytest.MonkeyPatch) -> 
         "status": "unavailable",
         "reason": "later",
     }
+
+
+def test_langgraph_invoke_is_a_peer_with_its_own_ratio(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench.report import judge, markdown, summarize
+    from bench.scenarios import SCENARIOS as SPECS
+
+    def cell(value: float) -> dict[str, Any]:
+        return summarize([{"status": "ok", "value": value}])
+
+    cells = {"raf": cell(0.05), "langgraph": cell(1.0), "langgraph-invoke": cell(0.4)}
+    verdict = judge(SPECS["A"], cells)
+    assert verdict["ratios"] == {"langgraph": 0.05, "langgraph-invoke": pytest.approx(0.125)}
+    assert verdict["met"] is False  # ainvoke is the fastest peer: 0.05 * 10 > 0.4
+    page = markdown(
+        {
+            "meta": {"date": "-", "machine": "-", "python": "-", "quick": True, "runs": 1},
+            "frameworks": list(cells),
+            "probes": {},
+            "scenarios": [{"id": "A", "cells": cells, **verdict}],
+        }
+    )
+    assert "| raf/LangGraph | raf/LangGraph ainvoke |" in page
+    assert "| 0.05 | 0.125 |" in page
+
+
+def test_langgraph_paths_run_or_are_reported_missing(tmp_path: Path) -> None:
+    """Without LangGraph (the test venv) both of its paths say so and the run goes on; with it,
+    both measure (each checked for the same work first)."""
+    expected = "ok" if importlib.util.find_spec("langgraph") else "missing"
+    frameworks = ["raf", "langgraph", "langgraph-invoke"]
+    results, _, _ = _quick(tmp_path, "--scenarios", "A", "--frameworks", ",".join(frameworks))
+    assert results["frameworks"] == frameworks
+    assert _cells(results, "raf")["A"]["status"] == "ok"
+    for framework in frameworks[1:]:
+        assert _cells(results, framework)["A"]["status"] == expected, framework
+
+
+def test_workers_run_on_the_chosen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench import run
+
+    calls: list[list[str]] = []
+
+    def worker(python: str, arguments: list[str], timeout: float) -> dict[str, Any]:
+        calls.append(arguments)
+        return {"status": "ok", "value": 1.0, "version": "-", "details": {}}
+
+    monkeypatch.setattr(run, "_worker", worker)
+    monkeypatch.setattr(run, "_yardstick_ms", lambda: 1.0)
+    results = run.measure(run._arguments(["--quick", "--scenarios", "A", "--clock", "cpu"]))  # pyright: ignore[reportPrivateUsage]
+    measured = [c for c in calls if c[0] != "probe"]
+    assert measured
+    assert all(c[c.index("--clock") + 1] == "cpu" for c in measured)
+    assert results["meta"]["clock"] == "cpu"
