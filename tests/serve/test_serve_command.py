@@ -53,9 +53,9 @@ async def test_raf_serve_serves_the_tree_with_a_token(tmp_path: Path) -> None:
     assert "<title>" in page.text
 
 
-async def test_raf_serve_explains_a_bad_target(tmp_path: Path) -> None:
-    done = await anyio.run_process(
-        [str(RAF), "serve", "no_such_module:agent"], cwd=tmp_path, check=False
+def test_raf_serve_explains_a_bad_target(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(RAF), "serve", "no_such_module:agent"], cwd=tmp_path, capture_output=True, timeout=30
     )
     assert done.returncode != 0
     assert b"no_such_module" in done.stderr
@@ -92,10 +92,9 @@ async def test_a_stopping_server_ends_each_run_in_flight_with_run_error(
     assert "send it again" in str(events[-1]["message"])
 
 
-async def test_a_port_out_of_range_is_one_line(tmp_path: Path) -> None:
-    done = await anyio.run_process(
-        [str(RAF), "serve", f"{TREES}:newsroom", "--port", "99999"], cwd=tmp_path, check=False
-    )
+def test_a_port_out_of_range_is_one_line(tmp_path: Path) -> None:
+    command = [str(RAF), "serve", f"{TREES}:newsroom", "--port", "99999"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=30)
     assert done.returncode == 2
     assert done.stderr.decode().splitlines() == [
         "raf serve: port 99999 is not a TCP port: pass 0..65535 (0 picks a free one)"
