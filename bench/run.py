@@ -139,8 +139,24 @@ def _yardstick_ms(repeats: int = 7) -> float:
     return best * 1000
 
 
+def _compile(python: str) -> None:
+    """Compile raf's and the harness's sources for the workers' interpreter first.
+
+    The peers are installed, so compiled (`pip install` writes their bytecode); raf runs from
+    this tree. Where bytecode is not written (`PYTHONDONTWRITEBYTECODE`, a read-only tree) every
+    worker would compile raf again: G would time the compiler (a quarter of `import raf`'s
+    instructions) and D would count its memory.
+    """
+    subprocess.run(
+        [python, "-m", "compileall", "-q", str(ROOT / "raf"), str(ROOT / "bench")],
+        check=False,
+        capture_output=True,
+    )
+
+
 def measure(args: argparse.Namespace) -> Record:
     """Probe the frameworks, run every cell K times interleaved, and summarize."""
+    _compile(args.python)
     probes = {f: _worker(args.python, ["probe", f], args.timeout) for f in args.frameworks}
     active = [f for f in args.frameworks if probes[f].get("status") == "ok"]
     for framework in args.frameworks:

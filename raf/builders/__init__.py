@@ -2,6 +2,7 @@
 
 Example:
     >>> from raf import FunctionAgent
+    >>> from raf.builders import SequentialBuilder
     >>> a = FunctionAgent("a", lambda messages: "A")
     >>> SequentialBuilder(id="s").add_agent(a).build().as_agent().metadata.kind
     'sequential'
@@ -52,8 +53,8 @@ if TYPE_CHECKING:
     from raf.builders.vote import unanimous as unanimous
     from raf.builders.vote import weighted as weighted
 
-# Each builder loads with its own module on first use: a program that builds a sequential
-# workflow never imports the group chat's, Magentic's, the roles' or the vote's code.
+# Each builder loads on first use: a sequential workflow does not load the other patterns
+# (nor the adapters, the stores and the JSON readers some of them use).
 _LAZY: dict[str, str] = {
     "ConcurrentBuilder": "raf.builders.concurrent",
     "AllOf": "raf.builders.group_chat",

@@ -18,15 +18,21 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+# Patterns compiled on first use (by `re`'s cache), not at `import raf`: most text has no
+# surrogate, which `str.encode` finds without them.
+_SURROGATE = "[\ud800-\udfff]"
+_SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
 
 
 def valid_unicode(text: str) -> str:
     """`text` with every lone surrogate replaced by U+FFFD."""
-    if text.isascii() or _SURROGATE.search(text) is None:
+    if text.isascii():
         return text
-    return _SURROGATE.sub("\ufffd", text)
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # only a surrogate cannot be encoded as UTF-8
+        return re.sub(_SURROGATE, "\ufffd", text)
+    return text
 
 
 def valid_json_text(text: str) -> str:
@@ -40,7 +46,7 @@ def valid_json_text(text: str) -> str:
         '{"w": "x\ufffd"}'
     """
     text = valid_unicode(text)
-    if _SURROGATE_ESCAPE.search(text) is None:
+    if "\\u" not in text or re.search(_SURROGATE_ESCAPE, text) is None:
         return text
     import json  # rarely needed: not loaded by `import raf`
 

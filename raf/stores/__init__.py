@@ -8,9 +8,15 @@ event's content is filed under.
 
 Example:
     >>> from raf.session import Session
+    >>> from raf.stores import SqliteCheckpointStore
     >>> session = Session(id="chat-1", store=SqliteCheckpointStore("runs.db"))
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from raf._lazy import lazy_exports
 from raf.errors import CheckpointVersionError as CheckpointVersionError
 from raf.stores._records import content_digest as content_digest
 from raf.stores.base import CHECKPOINT_FORMAT_VERSION as CHECKPOINT_FORMAT_VERSION
@@ -24,9 +30,21 @@ from raf.stores.base import SessionLock as SessionLock
 from raf.stores.base import SessionLocking as SessionLocking
 from raf.stores.base import StoredEvent as StoredEvent
 from raf.stores.ids import new_id as new_id
-from raf.stores.memory import MemoryCheckpointStore as MemoryCheckpointStore
-from raf.stores.postgres import PostgresCheckpointStore as PostgresCheckpointStore
-from raf.stores.sqlite import SqliteCheckpointStore as SqliteCheckpointStore
+
+if TYPE_CHECKING:
+    from raf.stores.memory import MemoryCheckpointStore as MemoryCheckpointStore
+    from raf.stores.postgres import PostgresCheckpointStore as PostgresCheckpointStore
+    from raf.stores.sqlite import SqliteCheckpointStore as SqliteCheckpointStore
+
+# The stores load on first use: the engine's checkpoint types do not bring SQLite or the
+# PostgreSQL store with them.
+_LAZY: dict[str, str] = {
+    "MemoryCheckpointStore": "raf.stores.memory",
+    "PostgresCheckpointStore": "raf.stores.postgres",
+    "SqliteCheckpointStore": "raf.stores.sqlite",
+}
+
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
