@@ -91,26 +91,26 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 HEAVIEST_FIRST = (
-    "tests/test_examples.py",
-    "tests/serve/test_acp.py",
-    "tests/reliability/test_crash_resume.py",
     "tests/durable/test_recovery.py",
-    "tests/serve/test_acp_edges.py",
-    "tests/stores/test_cancellation_properties.py",
-    "tests/serve/test_aborted_runs.py",
-    "tests/cli/test_main.py",
-    "tests/stores/test_stores.py",
-    "tests/tools/test_mcp_context.py",
-    "tests/cli/test_run.py",
-    "tests/cli/test_demo.py",
-    "tests/serve/test_serve_command.py",
+    "tests/reliability/test_tool_in_doubt.py",
+    "tests/test_examples.py",
+    "tests/reliability/test_crash_resume.py",
     "tests/reliability/test_load.py",
+    "tests/serve/test_acp.py",
+    "tests/tools/test_mcp_context.py",
+    "tests/serve/test_serve_command.py",
     "tests/reliability/test_workers.py",
+    "tests/serve/test_acp_edges.py",
+    "tests/stores/test_stores.py",
+    "tests/serve/test_page.py",
+    "tests/serve/test_aborted_runs.py",
     "tests/serve/test_studio_page.py",
+    "tests/durable/test_agent.py",
+    "tests/stores/test_cancellation_properties.py",
     "tests/bench/test_quick.py",
 )
-"""The modules that take longest (`pytest -n 0 --durations=0`, summed per module), longest
-first. Workers take whole modules (`--dist loadscope`); one of these started last would run on
+"""The modules that take longest (the time in their tests, summed per module, in a full run),
+longest first. Workers take whole modules (`--dist loadscope`); one of these started last would run on
 alone while the other workers idle. A module missing here only loses its head start."""
 
 
