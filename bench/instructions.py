@@ -20,8 +20,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.patterns import CHAT_ROUNDS, HANDOFF_CHAIN
@@ -46,24 +47,21 @@ _COLLECTED = re.compile(r"Collected : (\d+)")
 
 def total(tree: Path, scenario: str, runs: int) -> int:
     """Instructions of one `python -m bench.count scenario runs` process run in `tree`."""
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        "-m",
-        "bench.count",
-        scenario,
-        str(runs),
-    ]
+    return callgrind_total(tree, ["bench.count", scenario, str(runs)], scenario)
+
+
+def callgrind_total(tree: Path, module: list[str], what: str) -> int:
+    """Instructions of one `python -m MODULE ARGS...` process run in `tree` under callgrind
+    (`PYTHONHASHSEED=0`); `what` names it when it fails."""
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
     environment = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(tree)}
     done = subprocess.run(
-        command, cwd=tree, env=environment, capture_output=True, text=True, check=False
+        [*command, "-m", *module], cwd=tree, env=environment, capture_output=True, text=True
     )
     found = _COLLECTED.search(done.stderr)
     if done.returncode != 0 or found is None:
         tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-        raise SystemExit(f"counting {scenario} in {tree} failed:\n{tail}")
+        raise SystemExit(f"counting {what} in {tree} failed:\n{tail}")
     return int(found.group(1))
 
 
@@ -90,22 +88,27 @@ def per_unit(trees: Sequence[Path], scenarios: Sequence[str]) -> dict[tuple[Path
     return counts
 
 
-def _checkout(revision: str, into: Path) -> Path:
-    tree = into / "tree"
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), revision],
-        check=True,
-        capture_output=True,
-    )
-    return tree
-
-
-def _remove(tree: Path) -> None:
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-        check=False,
-        capture_output=True,
-    )
+@contextmanager
+def trees_against(revision: str | None) -> Iterator[list[Path]]:
+    """This checkout, and (given a git `revision`) a scratch worktree of it, removed after."""
+    if revision is None:
+        yield [ROOT]
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        other = Path(scratch) / "tree"
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(other), revision],
+            check=True,
+            capture_output=True,
+        )
+        try:
+            yield [ROOT, other]
+        finally:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(other)],
+                check=False,
+                capture_output=True,
+            )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -116,14 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         parser.error("valgrind is not installed: apt-get install valgrind")
-    with tempfile.TemporaryDirectory() as scratch:
-        other = _checkout(args.against, Path(scratch)) if args.against else None
-        try:
-            trees = [ROOT] if other is None else [ROOT, other]
-            counts = per_unit(trees, args.scenarios)
-        finally:
-            if other is not None:
-                _remove(other)
+    with trees_against(args.against) as trees:
+        counts = per_unit(trees, args.scenarios)
+    other = trees[1] if len(trees) > 1 else None
     for scenario in args.scenarios:
         unit = PLANS[scenario][2]
         here = counts[(ROOT, scenario)]

@@ -26,11 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import AsyncGenerator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +38,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from bench.instructions import callgrind_total, trees_against
 from bench.suites.base import PlayedCall
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +48,6 @@ TOKENS = 1000
 """Tokens per run when counting."""
 MODELS = ("paced", "burst")
 
-_COLLECTED = re.compile(r"Collected : (\d+)")
 
 
 class ScriptedModel:
@@ -164,17 +162,7 @@ async def workload(tokens: int, model: str, runs: int, timed: bool = False) -> l
 
 
 def _total(tree: Path, tokens: int, model: str) -> int:
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
-    command += ["-m", "bench.sse", "run", str(tokens), "--model", model]
-    environment = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(tree)}
-    done = subprocess.run(
-        command, cwd=tree, env=environment, capture_output=True, text=True, check=False
-    )
-    found = _COLLECTED.search(done.stderr)
-    if done.returncode != 0 or found is None:
-        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-        raise SystemExit(f"counting {model} in {tree} failed:\n{tail}")
-    return int(found.group(1))
+    return callgrind_total(tree, ["bench.sse", "run", str(tokens), "--model", model], model)
 
 
 def _seconds(tree: Path, tokens: int, model: str) -> float:
@@ -207,16 +195,6 @@ def measure(trees: Sequence[Path], tokens: int) -> dict[tuple[Path, str], tuple[
     return found
 
 
-def _checkout(revision: str, into: Path) -> Path:
-    tree = into / "tree"
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), revision],
-        check=True,
-        capture_output=True,
-    )
-    return tree
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Measure (the default), or run one workload (`run`) or time one (`time`)."""
     parser = argparse.ArgumentParser(prog="python -m bench.sse")
@@ -232,18 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         seconds = anyio.run(workload, args.tokens, args.model, 2 * RUNS, True)
         print(min(seconds))
         return 0
-    with tempfile.TemporaryDirectory() as scratch:
-        other = _checkout(args.against, Path(scratch)) if args.against else None
-        try:
-            trees = [ROOT] if other is None else [ROOT, other]
-            found = measure(trees, args.tokens)
-        finally:
-            if other is not None:
-                subprocess.run(
-                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(other)],
-                    check=False,
-                    capture_output=True,
-                )
+    with trees_against(args.against) as trees:
+        found = measure(trees, args.tokens)
+    other = trees[1] if len(trees) > 1 else None
     for model in MODELS:
         count, micros = found[(ROOT, model)]
         line = f"{model}: {count:,.0f} instructions, {micros:.1f} us per token"
