@@ -49,7 +49,6 @@ TOKENS = 1000
 MODELS = ("paced", "burst")
 
 
-
 class ScriptedModel:
     """An `LlmProvider` answering every call with `tokens` text chunks, then usage and the
     completion; `paced` lets the event loop run once before each chunk."""
