@@ -117,6 +117,29 @@ longest first. Workers take whole modules (`--dist loadscope`); one of these sta
 alone while the other workers idle. A module missing here only loses its head start."""
 
 
+SHARED_WORKER = {
+    "tests/serve/test_page.py": "browser",
+    "tests/serve/test_studio_page.py": "browser",
+}
+"""Modules that one worker runs one after the other, as one unit, because they share what a
+worker makes once (`browser`: one Chromium, `tests/serve/conftest.py`)."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadscope` with a unit of work per module (a test class goes with its module),
+    or per `SHARED_WORKER` group."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return SHARED_WORKER.get(module, module)
+
+    return ByModule(config, log)  # pyright: ignore[reportArgumentType]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules in `HEAVIEST_FIRST` order, then the others by their number of tests (what
     pytest-xdist's own reordering, turned off in pyproject.toml, would do); tests keep their
