@@ -1,4 +1,8 @@
-"""`raf serve MODULE:ATTR` in a subprocess: it binds, serves the tree and the page, wants the token."""
+"""`raf serve MODULE:ATTR` in a subprocess: it binds, serves the tree and the page, wants the token.
+
+The subject of each test is the `raf serve` process it starts, which runs on its own event
+loop: the tests drive it once, on asyncio (the server on both backends is tested in-process in
+the other modules of this package)."""
 
 from __future__ import annotations
 
@@ -18,6 +22,11 @@ from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
 
 TREES = Path(__file__).parent / "trees.py"
 RAF = Path(sys.executable).parent / "raf"
