@@ -1,122 +1,47 @@
 """`raf acp` driven by the ACP SDK's own client over stdio.
 
-The SDK runs on asyncio only, and so does `raf acp`: each test drives the SDK on an asyncio loop
-of its own (`on_asyncio`) against the `raf acp` subprocess. The tests are synchronous: run under
-trio as well, they would run the same asyncio code a second time. (The ACP server tested in
-process, in tests/serve/test_acp_edges.py, runs on both.)
+The SDK runs on asyncio only, and so does `raf acp`: the tests drive the SDK on an asyncio loop
+(see tests/serve/acp_support.py) against `raf acp` subprocesses. The tests are synchronous: run
+under trio as well, they would run the same asyncio code a second time. (The ACP server tested in
+process, in tests/serve/test_acp_edges.py, runs on both.) A test that only needs a session opens
+a new one on its module's shared `raf acp TARGET` process (`acp_servers`); one whose subject is
+the process (a kept session loaded by a new server, two editors on one store) starts its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp import RequestError
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
-    AllowedOutcome,
-    DeniedOutcome,
-    PermissionOption,
-    RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
-    ToolCallUpdate,
     UserMessageChunk,
 )
 
-from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env
+from tests.cli.support import ROOT
+from tests.serve.acp_support import (
+    RecordingClient,
+    SharedServers,
+    acp_servers,
+    kept,
+    on_asyncio,
+    prompt,
+)
+
+__all__ = ["acp_servers"]
 
 
-@dataclass
-class RecordingClient:
-    """An ACP client that records session updates and answers permission requests."""
-
-    choose: str | None = "approve"
-    """The option to pick by name, or None to dismiss the question."""
-    updates: list[Any] = field(default_factory=lambda: list[Any]())
-    asked: list[tuple[ToolCallUpdate, list[PermissionOption]]] = field(
-        default_factory=lambda: list[tuple[ToolCallUpdate, list[PermissionOption]]]()
-    )
-    tool_running: anyio.Event | None = None
-    """Set when a tool call runs; made on the SDK's loop by the scenario that waits on it."""
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.updates.append(update)
-        running = isinstance(update, ToolCallProgress) and update.status == "in_progress"
-        if running and self.tool_running is not None:
-            self.tool_running.set()
-
-    async def request_permission(
-        self,
-        session_id: str,
-        tool_call: ToolCallUpdate,
-        options: list[PermissionOption],
-        **kwargs: Any,
-    ) -> RequestPermissionResponse:
-        self.asked.append((tool_call, options))
-        chosen = [o for o in options if o.name == self.choose]
-        if not chosen:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(outcome="selected", option_id=chosen[0].option_id)
-        )
-
-    def text(self) -> str:
-        return "".join(u.content.text for u in self.updates if isinstance(u, AgentMessageChunk))
-
-
-@asynccontextmanager
-async def serving(
-    target: str, client: RecordingClient
-) -> AsyncIterator[tuple[ClientSideConnection, str]]:
-    """`raf acp TARGET` with `client` connected and initialized, and a new session's id."""
-    async with spawn_agent_process(
-        client, RAF, "acp", f"tests.cli.targets:{target}", env=offline_env(), cwd=ROOT
-    ) as (conn, _process):
-        info = await conn.initialize(protocol_version=PROTOCOL_VERSION)
-        assert info.agent_info is not None and info.agent_info.name == "raf"
-        session = await conn.new_session(cwd=str(ROOT))
-        yield conn, session.session_id
-
-
-def on_asyncio(scenario: Callable[[], Awaitable[None]]) -> None:
-    """Run `scenario`, bounded in time, on an asyncio loop of its own (the SDK's loop)."""
-
-    async def bounded() -> None:
-        with anyio.fail_after(TIMEOUT):
-            await scenario()
-
-    anyio.run(bounded, backend="asyncio")
-
-
-async def prompt(conn: ClientSideConnection, session_id: str, text: str) -> str:
-    response = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
-    return response.stop_reason
-
-
-def one_prompt(target: str, client: RecordingClient, text: str) -> str:
-    """Serve `target`, open a session, prompt it once; the stop reason."""
-    reasons: list[str] = []
-
-    async def scenario() -> None:
-        async with serving(target, client) as (conn, session_id):
-            reasons.append(await prompt(conn, session_id, text))
-
-    on_asyncio(scenario)
-    return reasons[0]
-
-
-def test_text_thoughts_and_tool_calls_become_session_updates() -> None:
+def test_text_thoughts_and_tool_calls_become_session_updates(acp_servers: SharedServers) -> None:
     client = RecordingClient()
-    assert one_prompt("tools_and_thoughts", client, "hi") == "end_turn"
+    assert acp_servers.one_prompt("tools_and_thoughts", client, "hi") == "end_turn"
     tools = [u for u in client.updates if isinstance(u, ToolCallStart | ToolCallProgress)]
     assert [(type(u).__name__, u.status) for u in tools] == [
         ("ToolCallStart", "pending"),
@@ -133,9 +58,11 @@ def test_text_thoughts_and_tool_calls_become_session_updates() -> None:
     assert chunk.field_meta == {"raf": {"path": ["caller"]}}
 
 
-def test_executors_become_plan_entries_and_nested_speakers_are_named() -> None:
+def test_executors_become_plan_entries_and_nested_speakers_are_named(
+    acp_servers: SharedServers,
+) -> None:
     client = RecordingClient()
-    assert one_prompt("pair", client, "hi") == "end_turn"
+    assert acp_servers.one_prompt("pair", client, "hi") == "end_turn"
     plans = [u for u in client.updates if isinstance(u, AgentPlanUpdate)]
     last = plans[-1].entries
     assert [(e.content, e.status) for e in last] == [
@@ -146,49 +73,51 @@ def test_executors_become_plan_entries_and_nested_speakers_are_named() -> None:
     assert client.text() == "**first**: one\n\n**second**: two"
 
 
-def test_acp_sessions_are_raf_sessions() -> None:
+def test_acp_sessions_are_raf_sessions(acp_servers: SharedServers) -> None:
     client = RecordingClient()
 
-    async def scenario() -> None:
-        async with serving("counter", client) as (conn, session_id):
-            await prompt(conn, session_id, "hi")
-            await prompt(conn, session_id, "again")
-            other = await conn.new_session(cwd=str(ROOT))
-            await prompt(conn, other.session_id, "hi")
-            with pytest.raises(RequestError, match="Invalid params"):
-                await prompt(conn, "no-such-session", "hi")
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
+        await prompt(conn, session_id, "hi")
+        await prompt(conn, session_id, "again")
+        other = await conn.new_session(cwd=str(ROOT))
+        await prompt(conn, other.session_id, "hi")
+        with pytest.raises(RequestError, match="Invalid params"):
+            await prompt(conn, "no-such-session", "hi")
 
-    on_asyncio(scenario)
+    acp_servers.run("counter", client, scenario)
     assert client.text() == "1 user messages2 user messages1 user messages"
 
 
-def test_cancel_ends_the_turn_cancelled_while_a_tool_thread_blocks() -> None:
+def test_cancel_ends_the_turn_cancelled_while_a_tool_thread_blocks(
+    acp_servers: SharedServers,
+) -> None:
     client = RecordingClient()
     reasons: list[str] = []
 
-    async def scenario() -> None:
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
         client.tool_running = running = anyio.Event()
-        async with serving("slow", client) as (conn, session_id):
-            async with anyio.create_task_group() as tg:
+        async with anyio.create_task_group() as tg:
 
-                async def ask() -> None:
-                    reasons.append(await prompt(conn, session_id, "go"))
+            async def ask() -> None:
+                reasons.append(await prompt(conn, session_id, "go"))
 
-                tg.start_soon(ask)
-                await running.wait()
-                await conn.cancel(session_id=session_id)
-            # The session takes the next prompt once cancelled (and stdout stayed the
-            # protocol's: the tool's print went to stderr).
-            reasons.append(await prompt(conn, session_id, "again"))
+            tg.start_soon(ask)
+            await running.wait()
+            await conn.cancel(session_id=session_id)
+        # The session takes the next prompt once cancelled (and stdout stayed the
+        # protocol's: the tool's print went to stderr).
+        reasons.append(await prompt(conn, session_id, "again"))
 
-    on_asyncio(scenario)
+    acp_servers.run("slow", client, scenario)
     assert reasons[0] == "cancelled"
     assert reasons[1] == "end_turn"
 
 
-def test_a_request_with_choices_is_a_permission_request_answered_in_the_turn() -> None:
+def test_a_request_with_choices_is_a_permission_request_answered_in_the_turn(
+    acp_servers: SharedServers,
+) -> None:
     client = RecordingClient(choose="approve")
-    assert one_prompt("approval", client, "cats") == "end_turn"
+    assert acp_servers.one_prompt("approval", client, "cats") == "end_turn"
     [(tool_call, options)] = client.asked
     assert tool_call.title == "publish 'draft on cats'?"
     assert [(o.name, o.kind) for o in options] == [
@@ -205,70 +134,50 @@ def test_a_request_with_choices_is_a_permission_request_answered_in_the_turn() -
     assert request_updates == ["pending", "completed"]
 
 
-def test_a_dismissed_permission_request_cancels_the_turn_and_the_request_stays() -> None:
+def test_a_dismissed_permission_request_cancels_the_turn_and_the_request_stays(
+    acp_servers: SharedServers,
+) -> None:
     client = RecordingClient(choose=None)
     reasons: list[str] = []
 
-    async def scenario() -> None:
-        async with serving("approval", client) as (conn, session_id):
-            reasons.append(await prompt(conn, session_id, "cats"))
-            client.choose = "reject"
-            reasons.append(await prompt(conn, session_id, "reject"))
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
+        reasons.append(await prompt(conn, session_id, "cats"))
+        client.choose = "reject"
+        reasons.append(await prompt(conn, session_id, "reject"))
 
-    on_asyncio(scenario)
+    acp_servers.run("approval", client, scenario)
     assert reasons == ["cancelled", "end_turn"]
     assert client.text().endswith("**review**: draft on cats: reject")
 
 
-def test_a_free_text_request_is_asked_in_a_message_and_the_next_prompt_answers() -> None:
+def test_a_free_text_request_is_asked_in_a_message_and_the_next_prompt_answers(
+    acp_servers: SharedServers,
+) -> None:
     client = RecordingClient()
 
-    async def scenario() -> None:
-        async with serving("question", client) as (conn, session_id):
-            assert await prompt(conn, session_id, "write") == "end_turn"
-            assert "What title should it have?" in client.text()
-            assert "Reply to answer." in client.text()
-            assert await prompt(conn, session_id, "Cats") == "end_turn"
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
+        assert await prompt(conn, session_id, "write") == "end_turn"
+        assert "What title should it have?" in client.text()
+        assert "Reply to answer." in client.text()
+        assert await prompt(conn, session_id, "Cats") == "end_turn"
 
-    on_asyncio(scenario)
+    acp_servers.run("question", client, scenario)
     assert client.asked == []
     assert client.text().endswith("**titling**: titled Cats")
 
 
-def test_a_failed_run_answers_the_prompt_with_an_error_naming_its_path() -> None:
+def test_a_failed_run_answers_the_prompt_with_an_error_naming_its_path(
+    acp_servers: SharedServers,
+) -> None:
     client = RecordingClient()
 
-    async def scenario() -> None:
-        async with serving("failing", client) as (conn, session_id):
-            with pytest.raises(RequestError) as failure:
-                await prompt(conn, session_id, "hi")
-            assert "WorkflowError" in str(failure.value)
-            assert failure.value.data == {"error": "WorkflowError", "path": ["s"]}
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
+        with pytest.raises(RequestError) as failure:
+            await prompt(conn, session_id, "hi")
+        assert "WorkflowError" in str(failure.value)
+        assert failure.value.data == {"error": "WorkflowError", "path": ["s"]}
 
-    on_asyncio(scenario)
-
-
-@asynccontextmanager
-async def kept(
-    target: str, client: RecordingClient, store: Path
-) -> AsyncIterator[ClientSideConnection]:
-    """`raf acp TARGET --store STORE`, initialized, with `client` connected."""
-    async with spawn_agent_process(
-        client,
-        RAF,
-        "acp",
-        f"tests.cli.targets:{target}",
-        "--store",
-        str(store),
-        env=offline_env(),
-        cwd=ROOT,
-    ) as (conn, _process):
-        info = await conn.initialize(protocol_version=PROTOCOL_VERSION)
-        capabilities = info.agent_capabilities
-        assert capabilities is not None and capabilities.load_session
-        assert capabilities.session_capabilities is not None
-        assert capabilities.session_capabilities.list is not None
-        yield conn
+    acp_servers.run("failing", client, scenario)
 
 
 def test_a_kept_session_is_listed_and_loaded_by_a_new_server(tmp_path: Path) -> None:

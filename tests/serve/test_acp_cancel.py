@@ -22,7 +22,7 @@ import pytest
 from acp.client.connection import ClientSideConnection
 from acp.schema import AgentMessageChunk
 
-from tests.serve.test_acp import RecordingClient, kept, on_asyncio, prompt
+from tests.serve.acp_support import RecordingClient, kept, on_asyncio, prompt
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AgentPlanUpdate,
     DeniedOutcome,
@@ -17,8 +18,11 @@ from acp.schema import (
     ToolCallProgress,
 )
 
-from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env
-from tests.serve.test_acp import RecordingClient, on_asyncio, prompt, serving
+from raf.cli.main import main
+from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env, raf
+from tests.serve.acp_support import RecordingClient, SharedServers, acp_servers, prompt
+
+__all__ = ["acp_servers"]
 
 _INITIALIZE = {
     "jsonrpc": "2.0",
@@ -49,18 +53,19 @@ def test_lines_that_are_not_a_json_object_get_errors_and_the_server_goes_on() ->
     assert replies[-1]["id"] == 1 and replies[-1]["result"]["agentInfo"]["name"] == "raf"
 
 
-def test_a_dismissed_question_is_asked_again_and_the_prompt_runs_after_it() -> None:
+def test_a_dismissed_question_is_asked_again_and_the_prompt_runs_after_it(
+    acp_servers: SharedServers,
+) -> None:
     client = RecordingClient(choose=None)
     reasons: list[str] = []
 
-    async def scenario() -> None:
-        async with serving("approval", client) as (conn, session_id):
-            reasons.append(await prompt(conn, session_id, "cats"))
-            reasons.append(await prompt(conn, session_id, "dogs"))  # dismissed again
-            client.choose = "approve"
-            reasons.append(await prompt(conn, session_id, "dogs"))
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
+        reasons.append(await prompt(conn, session_id, "cats"))
+        reasons.append(await prompt(conn, session_id, "dogs"))  # dismissed again
+        client.choose = "approve"
+        reasons.append(await prompt(conn, session_id, "dogs"))
 
-    on_asyncio(scenario)
+    acp_servers.run("approval", client, scenario)
     assert reasons == ["cancelled", "cancelled", "end_turn"]
     text = client.text()
     assert "is still open, so the prompt was not sent" in text
@@ -70,50 +75,47 @@ def test_a_dismissed_question_is_asked_again_and_the_prompt_runs_after_it() -> N
     assert len(client.asked) == 4  # cats, cats again, cats a third time, then dogs
 
 
-def test_a_prompt_naming_a_choice_answers_a_dismissed_question() -> None:
+def test_a_prompt_naming_a_choice_answers_a_dismissed_question(acp_servers: SharedServers) -> None:
     client = RecordingClient(choose=None)
     reasons: list[str] = []
 
-    async def scenario() -> None:
-        async with serving("approval", client) as (conn, session_id):
-            reasons.append(await prompt(conn, session_id, "cats"))
-            reasons.append(await prompt(conn, session_id, "Reject"))
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
+        reasons.append(await prompt(conn, session_id, "cats"))
+        reasons.append(await prompt(conn, session_id, "Reject"))
 
-    on_asyncio(scenario)
+    acp_servers.run("approval", client, scenario)
     assert reasons == ["cancelled", "end_turn"]
     assert client.text().endswith("**review**: draft on cats: reject")
     assert len(client.asked) == 1
 
 
-def test_an_empty_prompt_is_refused() -> None:
+def test_an_empty_prompt_is_refused(acp_servers: SharedServers) -> None:
     client = RecordingClient()
     errors: list[RequestError] = []
 
-    async def scenario() -> None:
-        async with serving("counter", client) as (conn, session_id):
-            try:
-                await conn.prompt(session_id=session_id, prompt=[text_block("  ")])
-            except RequestError as exc:
-                errors.append(exc)
-            assert await prompt(conn, session_id, "hi") == "end_turn"
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
+        try:
+            await conn.prompt(session_id=session_id, prompt=[text_block("  ")])
+        except RequestError as exc:
+            errors.append(exc)
+        assert await prompt(conn, session_id, "hi") == "end_turn"
 
-    on_asyncio(scenario)
+    acp_servers.run("counter", client, scenario)
     [error] = errors
     assert error.code == -32602 and "no text" in json.dumps(error.data)
 
 
-def test_a_failed_turn_leaves_no_plan_entry_running() -> None:
+def test_a_failed_turn_leaves_no_plan_entry_running(acp_servers: SharedServers) -> None:
     client = RecordingClient()
     errors: list[RequestError] = []
 
-    async def scenario() -> None:
-        async with serving("failing", client) as (conn, session_id):
-            try:
-                await prompt(conn, session_id, "hi")
-            except RequestError as exc:
-                errors.append(exc)
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
+        try:
+            await prompt(conn, session_id, "hi")
+        except RequestError as exc:
+            errors.append(exc)
 
-    on_asyncio(scenario)
+    acp_servers.run("failing", client, scenario)
     assert errors and "WorkflowError" in str(errors[0])
     plans = [u for u in client.updates if isinstance(u, AgentPlanUpdate)]
     assert plans and all(e.status != "in_progress" for e in plans[-1].entries)
@@ -121,23 +123,30 @@ def test_a_failed_turn_leaves_no_plan_entry_running() -> None:
     assert all(u.status != "in_progress" for u in running[-1:])
 
 
-def test_a_bad_store_path_fails_at_start_in_one_line() -> None:
-    for where, said in [
-        ("no/such/dir/s.db", "no directory"),
-        (".", "is a directory"),
-        ("pyproject.toml", "cannot be used as a SQLite store"),
-    ]:
-        done = subprocess.run(
-            [RAF, "acp", "tests.cli.targets:counter", "--store", where],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=offline_env(),
-            timeout=TIMEOUT,
-            check=False,
-        )
-        assert done.returncode == 2
-        [line] = done.stderr.splitlines()
+_BAD_STORES = [
+    ("no/such/dir/s.db", "no directory"),
+    (".", "is a directory"),
+    ("pyproject.toml", "cannot be used as a SQLite store"),
+]
+
+
+def test_a_bad_store_path_fails_at_start_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One process start, for the exit status and stderr of the `raf acp` process itself...
+    where, said = _BAD_STORES[0]
+    done = raf("acp", "tests.cli.targets:counter", "--store", where)
+    assert done.status == 2
+    [line] = done.err.splitlines()
+    assert line.startswith("raf acp: --store") and said in line
+    # ...and every bad path through the same `raf` entry point in process (each start of
+    # `raf acp` loads the ACP SDK and the target, ~1 CPU-s, before the path is looked at).
+    monkeypatch.chdir(ROOT)
+    for where, said in _BAD_STORES:
+        status = main(["acp", "tests.cli.targets:counter", "--store", where])
+        captured = capsys.readouterr()
+        assert status == 2 and captured.out == ""
+        [line] = captured.err.splitlines()
         assert line.startswith("raf acp: --store") and said in line
 
 
@@ -162,7 +171,9 @@ async def test_sessions_are_kept_in_the_store_and_only_running_turns_in_memory()
         await server.prompt("never-made", [text_block("hi")])
 
 
-def test_a_question_cancelled_while_asked_is_asked_again_by_the_next_prompt() -> None:
+def test_a_question_cancelled_while_asked_is_asked_again_by_the_next_prompt(
+    acp_servers: SharedServers,
+) -> None:
     reasons: list[str] = []
 
     class Hesitant(RecordingClient):
@@ -184,22 +195,21 @@ def test_a_question_cancelled_while_asked_is_asked_again_by_the_next_prompt() ->
 
     client = Hesitant(choose="approve")
 
-    async def scenario() -> None:
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
         client.ready = anyio.Event()
         client.released = anyio.Event()
-        async with serving("approval", client) as (conn, session_id):
-            async with anyio.create_task_group() as group:
+        async with anyio.create_task_group() as group:
 
-                async def first() -> None:
-                    reasons.append(await prompt(conn, session_id, "cats"))
+            async def first() -> None:
+                reasons.append(await prompt(conn, session_id, "cats"))
 
-                group.start_soon(first)
-                await client.ready.wait()
-                await conn.cancel(session_id=session_id)
-            client.released.set()
-            reasons.append(await prompt(conn, session_id, "dogs"))
+            group.start_soon(first)
+            await client.ready.wait()
+            await conn.cancel(session_id=session_id)
+        client.released.set()
+        reasons.append(await prompt(conn, session_id, "dogs"))
 
-    on_asyncio(scenario)
+    acp_servers.run("approval", client, scenario)
     assert reasons == ["cancelled", "end_turn"]
     text = client.text()
     assert "**review**: draft on cats: approve" in text and "cats: dogs" not in text
