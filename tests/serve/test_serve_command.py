@@ -28,6 +28,7 @@ pytestmark = pytest.mark.anyio
 def anyio_backend() -> str:
     return "asyncio"
 
+
 TREES = Path(__file__).parent / "trees.py"
 RAF = Path(sys.executable).parent / "raf"
 
