@@ -1,7 +1,13 @@
-"""A DBOS instance per test, on a fresh SQLite system database."""
+"""A DBOS instance per test, on a fresh SQLite system database; the server the worker
+processes of the recovery tests are forked from."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +16,20 @@ import pytest
 pytest.importorskip("dbos")
 
 from dbos import DBOS
+
+from tests.durable.forkserver import command
+
+# What the fork server imports: the workers, and what they import lazily (the OpenAI client's
+# transport, graph validation's networkx, SQLite): ~0.5 CPU-s a worker otherwise.
+PRELOAD = [
+    "tests.durable.worker",
+    "tests.durable.fanout_worker",
+    "tests.durable.vote_worker",
+    "tests.durable.migrate",
+    "httpcore2",
+    "networkx",
+    "sqlite3",
+]
 
 
 @pytest.fixture
@@ -27,3 +47,80 @@ def dbos_sqlite(tmp_path: Path) -> Iterator[str]:
         yield url
     finally:
         DBOS.destroy(destroy_registry=True)
+
+
+@pytest.fixture(scope="session")
+def forkserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The socket of a server that imported the worker modules and forks worker processes
+    (see `tests.durable.forkserver`); it ends with the session, after its workers."""
+    path = str(tmp_path_factory.mktemp("forkserver") / "socket")
+    argv = [sys.executable, "-m", "tests.durable.forkserver", "serve", path, *PRELOAD]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    server = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=os.getcwd(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert server.stdout is not None
+    try:
+        assert server.stdout.readline() == b"ready\n", "the fork server did not start"
+        yield path
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # a worker of a failed test still running
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        server.stdout.close()
+
+
+def postgres_url(name: str) -> str:
+    dsn = os.environ.get("RAF_TEST_POSTGRES_DSN")
+    if not dsn:
+        pytest.skip("set RAF_TEST_POSTGRES_DSN to run the PostgreSQL recovery tests")
+    return f"{dsn.rsplit('/', 1)[0]}/{name}"
+
+
+def drop_database(url: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    name = sql.Identifier(url.rsplit("/", 1)[1])
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+
+
+@pytest.fixture(scope="session")
+def postgres_template(forkserver: str) -> Iterator[str]:
+    """A PostgreSQL system database DBOS created and migrated once, with no connection
+    left: each test's database is a copy (`CREATE DATABASE ... TEMPLATE`), which spares
+    the migrations (~4 s of a busy server a database)."""
+    url = postgres_url(f"raf_dbos_template_{uuid.uuid4().hex[:12]}")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    try:
+        subprocess.run([*command(forkserver, "tests.durable.migrate"), url], env=env, check=True)
+        yield url
+    finally:
+        drop_database(url)
+
+
+@pytest.fixture
+def postgres_db(postgres_template: str) -> Iterator[str]:
+    """A fresh, migrated DBOS system database on PostgreSQL, dropped after the test."""
+    import psycopg
+    from psycopg import sql
+
+    url = postgres_url(f"raf_dbos_{uuid.uuid4().hex[:12]}")
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    name, template = (sql.Identifier(u.rsplit("/", 1)[1]) for u in (url, postgres_template))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(name, template))
+    try:
+        yield url
+    finally:
+        drop_database(url)

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from raf.providers.openai import OpenAIProvider, create_client
 from raf.testing import ScriptedOpenAIServer, text, tool_calls
 from raf.testing.script import Turn
 from tests.durable.fanout_worker import BRANCHES, graph, prompt
-from tests.durable.test_recovery import postgres_db as postgres_db  # the fixture
+from tests.durable.forkserver import command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
@@ -93,9 +92,17 @@ class Worker:
 
 
 async def spawn(
-    run_id: str, db: str, url: str, executor: str, mode: str, port: int, tmp: Path, *extra: str
+    forks: str,
+    run_id: str,
+    db: str,
+    url: str,
+    executor: str,
+    mode: str,
+    port: int,
+    tmp: Path,
+    *extra: str,
 ) -> Worker:
-    argv = [sys.executable, "-m", "tests.durable.fanout_worker", db, url, executor, run_id]
+    argv = [*command(forks, "tests.durable.fanout_worker"), db, url, executor, run_id]
     argv += [mode, str(port), "--effects", str(tmp / "effects.txt"), *extra]
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     return Worker(await anyio.open_process(argv, env=env, cwd=os.getcwd()))
@@ -127,7 +134,7 @@ async def uninterrupted(server: ScriptedOpenAIServer, tmp: Path) -> tuple[Any, A
 
 
 async def test_branches_run_on_two_workers_and_a_dead_workers_branch_goes_on_elsewhere(
-    tmp_path: Path, postgres_db: str
+    forkserver: str, tmp_path: Path, postgres_db: str
 ) -> None:
     barrier = Barrier()
     async with ScriptedOpenAIServer(script) as server, anyio.create_task_group() as tg:
@@ -139,10 +146,20 @@ async def test_branches_run_on_two_workers_and_a_dead_workers_branch_goes_on_els
         server.requests.clear()
         port = await listen(tg, barrier)
         run_id = "team:killed:0"
-        standing = await spawn(run_id, postgres_db, server.base_url, "b", "stand", port, tmp_path)
+        standing = await spawn(
+            forkserver, run_id, postgres_db, server.base_url, "b", "stand", port, tmp_path
+        )
         assert await standing.line() == {"ready": True}
         starter = await spawn(
-            run_id, postgres_db, server.base_url, "a", "start", port, tmp_path, "--die-in-meet"
+            forkserver,
+            run_id,
+            postgres_db,
+            server.base_url,
+            "a",
+            "start",
+            port,
+            tmp_path,
+            "--die-in-meet",
         )
         assert await starter.process.wait() == -signal.SIGKILL
         lines = (tmp_path / "effects.txt").read_text().split()

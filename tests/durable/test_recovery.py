@@ -13,8 +13,6 @@ import json
 import os
 import random
 import signal
-import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ import pytest
 from raf.messages import ChatMessage
 from raf.testing import ScriptedOpenAIServer, text, tool_calls
 from raf.testing.script import Turn
+from tests.durable.forkserver import command
 from tests.durable.worker import RESEARCHER
 
 # Two or three worker processes per test, each importing raf and launching DBOS.
@@ -51,11 +50,12 @@ def anyio_backend() -> str:
 
 
 async def worker(
-    db: str, base_url: str, executor: str, mode: str, tmp: Path, *extra: str
+    server: str, db: str, base_url: str, executor: str, mode: str, tmp: Path, *extra: str
 ) -> tuple[int, list[dict[str, Any]]]:
-    """Run one worker to its end; its return code and the JSON lines it printed."""
+    """Run one worker (forked from `server`) to its end; its return code and the JSON lines
+    it printed."""
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    argv = [sys.executable, "-m", "tests.durable.worker", db, base_url, executor, RUN_ID, mode]
+    argv = [*command(server, "tests.durable.worker"), db, base_url, executor, RUN_ID, mode]
     argv += ["--effects", str(tmp / "effects.txt"), *extra]
     done = await anyio.run_process(argv, env=env, check=False, cwd=os.getcwd())
     lines = [json.loads(x) for x in done.stdout.decode().splitlines() if x.startswith("{")]
@@ -68,9 +68,10 @@ def requests_of(server: ScriptedOpenAIServer) -> list[str]:
     return [json.dumps([m.model_dump() for m in r.messages]) for r in server.requests]
 
 
-async def uninterrupted(db: str, tmp: Path) -> tuple[dict[str, Any], list[str]]:
+async def uninterrupted(forks: str, db: str, tmp: Path) -> tuple[dict[str, Any], list[str]]:
     async with ScriptedOpenAIServer(script) as server:
-        code, lines = await worker(db, server.base_url, "solo", "start", tmp, "--answer", "ok")
+        extra = ["--answer", "ok"]
+        code, lines = await worker(forks, db, server.base_url, "solo", "start", tmp, *extra)
         assert code == 0
         return lines[-1]["result"], requests_of(server)
 
@@ -80,15 +81,15 @@ def same_run(result: dict[str, Any], baseline: dict[str, Any]) -> None:
     assert json.loads(result["session"])["state"] == json.loads(baseline["session"])["state"]
 
 
-async def recover(db: str, tmp: Path, die_at: str, survivor_mode: str, *answers: str):
+async def recover(forks: str, db: str, tmp: Path, die_at: str, survivor_mode: str, *answers: str):
     async with ScriptedOpenAIServer(script) as server:
         extra = ["--die-at", die_at, "--answer", "ok"]
-        code, _ = await worker(db, server.base_url, "a", "start", tmp, *extra)
+        code, _ = await worker(forks, db, server.base_url, "a", "start", tmp, *extra)
         assert code == -signal.SIGKILL
         before = len(server.requests)
         more = [a for answer in answers for a in ("--answer", answer)]
         executor = "a" if survivor_mode == "restart" else "b"
-        code, lines = await worker(db, server.base_url, executor, survivor_mode, tmp, *more)
+        code, lines = await worker(forks, db, server.base_url, executor, survivor_mode, tmp, *more)
         assert code == 0, lines
         return lines, requests_of(server), before
 
@@ -96,34 +97,15 @@ async def recover(db: str, tmp: Path, die_at: str, survivor_mode: str, *answers:
 KILL_POINTS = ["token:3", "token:12", "completed:1", "completed:3", "tool:lookup", "waiting"]
 
 
-def postgres_url(name: str) -> str:
-    dsn = os.environ.get("RAF_TEST_POSTGRES_DSN")
-    if not dsn:
-        pytest.skip("set RAF_TEST_POSTGRES_DSN to run the PostgreSQL recovery tests")
-    base = dsn.rsplit("/", 1)[0]
-    return f"{base}/{name}"
-
-
-@pytest.fixture
-def postgres_db() -> Any:
-    url = postgres_url(f"raf_dbos_{uuid.uuid4().hex[:12]}")
-    yield url
-    import psycopg
-
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
-
-
 _BASELINE: dict[str, Any] = {}
 
 
-async def baseline(tmp: Path) -> tuple[dict[str, Any], list[str]]:
+async def baseline(forks: str, tmp: Path) -> tuple[dict[str, Any], list[str]]:
     """The uninterrupted run's result and requests (computed once: it is deterministic)."""
     if not _BASELINE:
         (tmp / "baseline").mkdir()
         db = f"sqlite:///{tmp / 'baseline' / 'dbos.sqlite'}"
-        result, requests = _BASELINE["run"] = await uninterrupted(db, tmp / "baseline")
+        result, requests = _BASELINE["run"] = await uninterrupted(forks, db, tmp / "baseline")
         assert result["response"]["status"] == "completed"
         assert result["response"]["messages"][-1]["contents"][0]["text"] == WRITER_TEXT
         assert len(requests) == 4  # lookup, send_mail, the researcher's answer, the writer
@@ -149,10 +131,12 @@ def check_recovered(
 @pytest.mark.parametrize(
     "die_at", [random.Random(int(os.environ.get("RAF_TEST_SEED", "1"))).choice(KILL_POINTS)]
 )
-async def test_a_restarted_worker_finishes_the_run_on_sqlite(tmp_path: Path, die_at: str) -> None:
-    base = await baseline(tmp_path)
+async def test_a_restarted_worker_finishes_the_run_on_sqlite(
+    forkserver: str, tmp_path: Path, die_at: str
+) -> None:
+    base = await baseline(forkserver, tmp_path)
     db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
-    lines, requests, _ = await recover(db, tmp_path, die_at, "restart", "ok")
+    lines, requests, _ = await recover(forkserver, db, tmp_path, die_at, "restart", "ok")
     check_recovered(lines[-1]["result"], requests, base, tmp_path)
 
 
@@ -164,20 +148,24 @@ async def test_a_restarted_worker_finishes_the_run_on_sqlite(tmp_path: Path, die
     ],
 )
 async def test_another_worker_finishes_the_run_on_postgres(
-    tmp_path: Path, postgres_db: str, die_at: str, answers: list[str]
+    forkserver: str, tmp_path: Path, postgres_db: str, die_at: str, answers: list[str]
 ) -> None:
-    base = await baseline(tmp_path)
-    lines, requests, _ = await recover(postgres_db, tmp_path, die_at, "resume", *answers)
+    base = await baseline(forkserver, tmp_path)
+    lines, requests, _ = await recover(
+        forkserver, postgres_db, tmp_path, die_at, "resume", *answers
+    )
     check_recovered(lines[-1]["result"], requests, base, tmp_path)
 
 
-async def test_a_call_in_doubt_goes_to_a_human_and_is_not_repeated(tmp_path: Path) -> None:
+async def test_a_call_in_doubt_goes_to_a_human_and_is_not_repeated(
+    forkserver: str, tmp_path: Path
+) -> None:
     """The worker dies inside `send_mail` after the mail went out: on recovery the call is in
     doubt; the human says it was sent, and no second mail goes out."""
-    base = await baseline(tmp_path)
+    base = await baseline(forkserver, tmp_path)
     db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
     lines, requests, _ = await recover(
-        db, tmp_path, "tool:send_mail", "restart", "skip: sent", "ok"
+        forkserver, db, tmp_path, "tool:send_mail", "restart", "skip: sent", "ok"
     )
     check_recovered(lines[-1]["result"], requests, base, tmp_path)
     asked = [line["asked"] for line in lines if "asked" in line]
@@ -185,9 +173,9 @@ async def test_a_call_in_doubt_goes_to_a_human_and_is_not_repeated(tmp_path: Pat
     assert asked[0][0]["tool"] == "send_mail"
 
 
-async def test_an_idempotent_call_in_doubt_runs_again(tmp_path: Path) -> None:
-    base = await baseline(tmp_path)
+async def test_an_idempotent_call_in_doubt_runs_again(forkserver: str, tmp_path: Path) -> None:
+    base = await baseline(forkserver, tmp_path)
     db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
-    lines, requests, _ = await recover(db, tmp_path, "tool:lookup", "restart", "ok")
+    lines, requests, _ = await recover(forkserver, db, tmp_path, "tool:lookup", "restart", "ok")
     check_recovered(lines[-1]["result"], requests, base, tmp_path)
     assert (tmp_path / "effects.txt").read_text().count("lookup:weather") == 2

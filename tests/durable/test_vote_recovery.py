@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 from raf.messages import ChatMessage
 from raf.testing import ScriptedOpenAIServer, text, tool_calls
 from raf.testing.script import Script, Turn
+from tests.durable.forkserver import command
 from tests.durable.vote_worker import VOTERS, prompt
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
@@ -51,9 +51,11 @@ def voters_script(slow: str) -> Script:
     return script
 
 
-async def worker(db: str, base_url: str, mode: str, tmp: Path, *extra: str) -> tuple[int, Any]:
+async def worker(
+    forks: str, db: str, base_url: str, mode: str, tmp: Path, *extra: str
+) -> tuple[int, Any]:
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    argv = [sys.executable, "-m", "tests.durable.vote_worker", db, base_url, RUN_ID, mode]
+    argv = [*command(forks, "tests.durable.vote_worker"), db, base_url, RUN_ID, mode]
     argv += ["--effects", str(tmp / "effects.txt"), *extra]
     done = await anyio.run_process(argv, env=env, check=False, cwd=os.getcwd())
     if done.returncode not in (0, -signal.SIGKILL):
@@ -67,14 +69,14 @@ def requests_of(server: ScriptedOpenAIServer) -> list[str]:
 
 
 async def test_a_vote_killed_mid_poll_recovers_though_its_voters_finish_in_another_order(
-    tmp_path: Path,
+    forkserver: str, tmp_path: Path
 ) -> None:
     db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
     async with ScriptedOpenAIServer(voters_script(slow="ann")) as first:
-        code, _ = await worker(db, first.base_url, "start", tmp_path, "--die-in", "ann")
+        code, _ = await worker(forkserver, db, first.base_url, "start", tmp_path, "--die-in", "ann")
         assert code == -signal.SIGKILL
     async with ScriptedOpenAIServer(voters_script(slow="bob")) as second:
-        code, result = await worker(db, second.base_url, "restart", tmp_path)
+        code, result = await worker(forkserver, db, second.base_url, "restart", tmp_path)
         assert code == 0
     vote = result["response"]["value"]
     assert vote["errors"] == {}  # before: a voter failed DBOS's replay check and abstained
