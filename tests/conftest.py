@@ -120,9 +120,13 @@ alone while the other workers idle. A module missing here only loses its head st
 SHARED_WORKER = {
     "tests/serve/test_page.py": "browser",
     "tests/serve/test_studio_page.py": "browser",
+    "tests/durable/test_recovery.py": "durable-processes",
+    "tests/durable/test_fanout.py": "durable-processes",
+    "tests/durable/test_vote_recovery.py": "durable-processes",
 }
 """Modules that one worker runs one after the other, as one unit, because they share what a
-worker makes once (`browser`: one Chromium, `tests/serve/conftest.py`)."""
+worker makes once (`browser`: one Chromium, `tests/serve/conftest.py`; `durable-processes`:
+the fork server and the migrated PostgreSQL template, `tests/durable/conftest.py`)."""
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
