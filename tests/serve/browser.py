@@ -21,6 +21,9 @@ FLAGS = [
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
+    # Debian's launcher adds --enable-gpu-rasterization; without a GPU that rasterizes through
+    # SwiftShader, measured 5-10% more CPU per page than Skia's own software raster.
+    "--disable-gpu-rasterization",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
