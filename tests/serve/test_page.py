@@ -1,14 +1,13 @@
 """The web page in real headless Chromium (Debian's), driven by Playwright: no browser download.
 
-One browser per module; each test gets a fresh page on a fresh server. tests/serve/
-test_studio_page.py has the studio's panels; these are the tree, runs, questions and errors.
+The worker's one browser (tests/serve/browser.py); each test gets a fresh page (the `page`
+fixture of tests/serve/conftest.py) on a fresh server. tests/serve/test_studio_page.py has the
+studio's panels; these are the tree, runs, questions and errors.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,56 +16,17 @@ from starlette.routing import Mount
 
 from raf.serve import create_app
 from raf.stores import MemoryCheckpointStore
-from tests.serve.servers import require, running
+from tests.serve.servers import running
 from tests.serve.studio_trees import INJECTION, chat, two_questions
 from tests.serve.trees import Stalling, failing_team, newsroom
 
 playwright_api = pytest.importorskip("playwright.sync_api")
+Page = playwright_api.Page
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-TIMEOUT_MS = 15_000
 DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "serving-page.png"
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[playwright_api.Browser]:
-    if shutil.which(CHROMIUM) is None:
-        require("chromium", "apt-get install -y chromium (Debian's package; no browser download)")
-    with playwright_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def viewport() -> dict[str, int]:
-    return {"width": 1280, "height": 800}
-
-
-@pytest.fixture
-def page(
-    browser: playwright_api.Browser, viewport: dict[str, int]
-) -> Iterator[playwright_api.Page]:
-    context = browser.new_context(viewport=viewport)  # pyright: ignore[reportArgumentType]
-    opened = context.new_page()
-    opened.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    yield opened
-    context.close()
-    assert errors == []
-
-
-def test_the_tree_renders_with_kinds_and_descriptions(page: playwright_api.Page) -> None:
+def test_the_tree_renders_with_kinds_and_descriptions(page: Page) -> None:
     with running(create_app(newsroom(), MemoryCheckpointStore())) as url:
         page.goto(url + "/")
         rows = page.locator(".agent-row")
@@ -86,7 +46,7 @@ def test_the_tree_renders_with_kinds_and_descriptions(page: playwright_api.Page)
         assert page.locator("#target").inner_text() == "newsroom/drafting"
 
 
-def test_every_agent_row_is_reached_and_operated_by_keyboard(page: playwright_api.Page) -> None:
+def test_every_agent_row_is_reached_and_operated_by_keyboard(page: Page) -> None:
     with running(create_app(newsroom(), MemoryCheckpointStore())) as url:
         page.goto(url + "/")
         page.locator(".agent-row").first.wait_for()
@@ -126,7 +86,7 @@ def test_every_agent_row_is_reached_and_operated_by_keyboard(page: playwright_ap
 
 
 def test_a_run_streams_into_the_tree_and_a_request_is_answered_in_the_page(
-    page: playwright_api.Page, tmp_path: Path
+    page: Page, tmp_path: Path
 ) -> None:
     with running(create_app(newsroom(), MemoryCheckpointStore())) as url:
         page.goto(url + "/")
@@ -180,7 +140,7 @@ def test_a_run_streams_into_the_tree_and_a_request_is_answered_in_the_page(
 
 
 def test_the_page_asks_for_the_token_says_when_it_is_wrong_and_keeps_the_text(
-    page: playwright_api.Page,
+    page: Page,
 ) -> None:
     with running(create_app(newsroom(), MemoryCheckpointStore(), token="s3cret")) as url:
         page.goto(url + "/")
@@ -207,7 +167,7 @@ def test_the_page_asks_for_the_token_says_when_it_is_wrong_and_keeps_the_text(
         assert page.input_value("#message") == "typed before connecting"
 
 
-def test_an_error_shows_under_the_agent_that_failed(page: playwright_api.Page) -> None:
+def test_an_error_shows_under_the_agent_that_failed(page: Page) -> None:
     team = failing_team()
     with running(create_app(team, MemoryCheckpointStore())) as url:
         page.goto(url + "/")
@@ -224,7 +184,7 @@ def test_an_error_shows_under_the_agent_that_failed(page: playwright_api.Page) -
         assert page.locator('.node[data-path="team"]').get_attribute("class") == "node error"
 
 
-def test_a_stopped_run_says_stopped(page: playwright_api.Page) -> None:
+def test_a_stopped_run_says_stopped(page: Page) -> None:
     stalling = Stalling()
     with running(create_app(stalling.agent, MemoryCheckpointStore())) as url:
         page.goto(url + "/")
@@ -242,7 +202,7 @@ def test_a_stopped_run_says_stopped(page: playwright_api.Page) -> None:
 
 
 def test_two_open_questions_are_answered_one_at_a_time_with_choice_buttons(
-    page: playwright_api.Page,
+    page: Page,
 ) -> None:
     with running(create_app(two_questions(), MemoryCheckpointStore())) as url:
         page.goto(url + "/")
@@ -279,7 +239,7 @@ def test_two_open_questions_are_answered_one_at_a_time_with_choice_buttons(
 
 
 def test_a_group_chat_reads_as_a_timeline_in_markdown_without_injection(
-    page: playwright_api.Page,
+    page: Page,
 ) -> None:
     with running(create_app(chat(), MemoryCheckpointStore())) as url:
         page.goto(url + "/")
@@ -313,7 +273,7 @@ def test_a_group_chat_reads_as_a_timeline_in_markdown_without_injection(
 
 
 @pytest.mark.parametrize("viewport", [{"width": 390, "height": 844}])
-def test_the_page_works_at_phone_width(page: playwright_api.Page) -> None:
+def test_the_page_works_at_phone_width(page: Page) -> None:
     with running(create_app(newsroom(), MemoryCheckpointStore())) as url:
         page.goto(url + "/")
         page.locator(".agent-row").first.wait_for(state="attached")
@@ -347,7 +307,7 @@ def test_the_page_works_at_phone_width(page: playwright_api.Page) -> None:
 
 
 def test_under_a_path_prefix_without_the_apps_lifespan_runs_take_the_agui_route(
-    page: playwright_api.Page,
+    page: Page,
 ) -> None:
     outer = Starlette(routes=[Mount("/raf", app=create_app(newsroom(), MemoryCheckpointStore()))])
     with running(outer) as url:
@@ -384,7 +344,7 @@ print("<script>alert(1)</script>")
 <img src=x onerror=alert(3)> [ok](mailto:a@example.com) [bad2](javascript:void0)"""
 
 
-def test_markdown_renders_safely(page: playwright_api.Page) -> None:
+def test_markdown_renders_safely(page: Page) -> None:
     with running(create_app(newsroom(), MemoryCheckpointStore())) as url:
         page.goto(url + "/")
         page.locator(".agent-row").first.wait_for()

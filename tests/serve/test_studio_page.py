@@ -1,7 +1,8 @@
 """The studio's panels in real headless Chromium: the graph lit by a run, checkpoints and a fork
 from one, raw events, past threads, and a run that survives a reload.
 
-One browser per module (the fixtures of tests/serve/test_page.py); a fresh page and server each.
+The worker's one browser, shared with tests/serve/test_page.py (tests/serve/browser.py); a fresh
+page (tests/serve/conftest.py) and server each.
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ from raf.serve.threads import Threads
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
 from tests.serve.servers import running
 from tests.serve.studio_trees import Gated, slow
-from tests.serve.test_page import browser, page, playwright_api, viewport
 from tests.serve.trees import Stalling, newsroom, run_input, user
 
-__all__ = ["browser", "page", "viewport"]  # the fixtures this module shares
-
+playwright_api = pytest.importorskip("playwright.sync_api")
 Page = playwright_api.Page
 
 
