@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -21,7 +20,6 @@ from tests.tools.mcp_server import build
 pytestmark = pytest.mark.anyio
 
 SERVER = [sys.executable, str(Path(__file__).with_name("mcp_server.py"))]
-TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 
 
 async def test_an_in_process_server_s_tools_are_raf_tools() -> None:
@@ -123,19 +121,6 @@ async def test_a_call_that_outlives_its_timeout_is_an_error_result() -> None:
     async with mcp_tools(server, timeout=0.2) as tools:
         result = await tools[0].call("{}")
     assert result.is_error and "gave no answer within 0.2 s" in result.text
-
-
-async def test_the_mcp_server_time_package_over_stdio() -> None:
-    with anyio.fail_after(30):
-        async with mcp_tools(TIME_SERVER, prefix="time_") as tools:
-            names = [t.name for t in tools]
-            assert {"time_get_current_time", "time_convert_time"} <= set(names)
-            get_time = tools[names.index("time_get_current_time")]
-            result = await get_time.call(json.dumps({"timezone": "Europe/Oslo"}))
-            bad = await get_time.call(json.dumps({"timezone": "Mars/Olympus"}))
-    assert not result.is_error
-    assert json.loads(result.text)["timezone"] == "Europe/Oslo"
-    assert bad.is_error
 
 
 async def test_a_server_that_never_answers_initialize_times_out_at_connect() -> None:

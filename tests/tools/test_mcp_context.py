@@ -30,6 +30,21 @@ needs_everything = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Per module, not per test (tests/conftest.py): the shared sessions below are made once
+    per backend."""
+    return request.param
+
+
+@pytest.fixture(scope="module")
+async def time_tools(anyio_backend: str) -> AsyncIterator[list[Tool]]:
+    """One `mcp-server-time` session per backend (a start costs ~2 CPU-s) for the tests that
+    only call its tools: prefixed, with its (empty) resources and prompts."""
+    async with mcp_tools(TIME_SERVER, prefix="time_", resources=True, prompts=True) as tools:
+        yield tools
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -110,14 +125,25 @@ async def test_resources_prompts_and_tool_changes_of_the_test_server_over_http()
         await _check_test_server(url)
 
 
-async def test_mcp_server_time_has_neither_resources_nor_prompts() -> None:
+async def test_the_mcp_server_time_package_over_stdio(time_tools: list[Tool]) -> None:
+    names = [t.name for t in time_tools]
+    assert {"time_get_current_time", "time_convert_time"} <= set(names)
+    get_time = time_tools[names.index("time_get_current_time")]
     with anyio.fail_after(30):
-        async with mcp_tools(TIME_SERVER, resources=True, prompts=True) as tools:
-            by_name = _by_name(tools)
-            assert {"get_current_time", "convert_time"} <= set(by_name)
-            assert (await by_name["list_resources"].call("{}")).text == "(no resources)"
-            assert (await by_name["list_prompts"].call("{}")).text == "(no prompts)"
-            missing = await by_name["get_prompt"].call('{"name": "time"}')
+        result = await get_time.call(json.dumps({"timezone": "Europe/Oslo"}))
+        bad = await get_time.call(json.dumps({"timezone": "Mars/Olympus"}))
+    assert not result.is_error
+    assert json.loads(result.text)["timezone"] == "Europe/Oslo"
+    assert bad.is_error
+
+
+async def test_mcp_server_time_has_neither_resources_nor_prompts(time_tools: list[Tool]) -> None:
+    by_name = _by_name(time_tools)
+    assert {"time_get_current_time", "time_convert_time"} <= set(by_name)
+    with anyio.fail_after(30):
+        assert (await by_name["time_list_resources"].call("{}")).text == "(no resources)"
+        assert (await by_name["time_list_prompts"].call("{}")).text == "(no prompts)"
+        missing = await by_name["time_get_prompt"].call('{"name": "time"}')
     assert missing.is_error and "could not give the prompt 'time'" in missing.text
 
 
