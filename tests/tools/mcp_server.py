@@ -1,5 +1,6 @@
-"""A small MCP server for the tests: `python tests/tools/mcp_server.py` serves it over stdio,
-`python tests/tools/mcp_server.py http PORT` over Streamable HTTP on 127.0.0.1:PORT."""
+"""A small MCP server for the tests: `python tests/tools/mcp_server.py` serves it over stdio;
+`python tests/tools/mcp_server.py forks` serves fresh copies of it over Streamable HTTP, each in
+a process forked on request (see `serve_forks`)."""
 
 from __future__ import annotations
 
@@ -54,8 +55,54 @@ def build() -> MCPServer:
     return server
 
 
+def serve_forks() -> None:
+    """Answer the lines on stdin: `start` forks a process serving a fresh `build()` over
+    Streamable HTTP on a free port of 127.0.0.1 and answers `PID PORT`; `kill PID` kills and
+    reaps it and answers `killed`. EOF kills what is left.
+
+    Starting the SDK costs ~2 CPU-s (its imports); a fork of this process, which has made them,
+    costs a few milliseconds. The port listens before the fork, so a client may connect at
+    once."""
+    import signal
+    import socket
+
+    import uvicorn
+
+    children: set[int] = set()
+    for line in sys.stdin:
+        command, *args = line.split()
+        if command == "start":
+            listener = socket.create_server(("127.0.0.1", 0))
+            pid = os.fork()
+            if pid == 0:  # the child: serve until killed, or until a tool exits it
+                devnull = os.open(os.devnull, os.O_RDWR)
+                os.dup2(devnull, 0)
+                os.dup2(devnull, 1)  # uvicorn's access log must not reach the answers
+                try:
+                    app = build().streamable_http_app()
+                    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run([listener])
+                finally:
+                    os._exit(0)
+            port = listener.getsockname()[1]
+            listener.close()
+            children.add(pid)
+            print(pid, port, flush=True)
+        elif command == "kill":
+            pid = int(args[0])
+            if pid in children:
+                children.discard(pid)
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            print("killed", flush=True)
+        else:
+            raise SystemExit(f"unknown command {line!r}")
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["http"]:
-        build().run("streamable-http", port=int(sys.argv[2]))
+    if sys.argv[1:2] == ["forks"]:
+        serve_forks()
     else:
         build().run("stdio")

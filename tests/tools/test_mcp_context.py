@@ -8,7 +8,7 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
@@ -76,11 +76,64 @@ async def _serving(
             await process.wait()
 
 
-@asynccontextmanager
-async def _test_server_over_http() -> AsyncIterator[tuple[str, anyio.abc.Process]]:
-    port = _free_port()
-    async with _serving([*SERVER, "http", str(port)], b"Uvicorn running") as process:
-        yield f"http://127.0.0.1:{port}/mcp", process
+class _Forks:
+    """The test server's `forks` process (`serve_forks` in mcp_server.py): each test server over
+    Streamable HTTP is a fresh process forked from it, not a new interpreter (~2 CPU-s each)."""
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen(
+            [*SERVER, "forks"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def _ask(self, line: str) -> str:
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(line + "\n")
+        self._process.stdin.flush()
+        answer = self._process.stdout.readline()
+        assert answer, f"the forks process ended with {self._process.poll()}"
+        return answer
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[tuple[str, _Forked]]:
+        """A test server, yielded with its URL (it listens already); killed on leaving."""
+        pid, port = (await anyio.to_thread.run_sync(self._ask, "start")).split()
+        server = _Forked(self, int(pid))
+        try:
+            yield f"http://127.0.0.1:{port}/mcp", server
+        finally:
+            with anyio.CancelScope(shield=True):
+                await server.kill()
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()  # the forks process kills what is left, and ends
+        try:
+            self._process.wait(30)
+        finally:
+            self._process.kill()
+            self._process.wait()
+            assert self._process.stdout is not None
+            self._process.stdout.close()
+
+
+class _Forked:
+    def __init__(self, forks: _Forks, pid: int) -> None:
+        self._forks = forks
+        self._pid = pid
+
+    async def kill(self) -> None:
+        """Kill the server; back once it is gone (a second kill does nothing)."""
+        await anyio.to_thread.run_sync(self._forks._ask, f"kill {self._pid}")
+
+
+@pytest.fixture(scope="module")
+def forks() -> Iterator[_Forks]:
+    """One `forks` process for the module, on both backends (it runs no event loop)."""
+    forks = _Forks()
+    try:
+        yield forks
+    finally:
+        forks.close()
 
 
 def _by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
@@ -120,8 +173,10 @@ async def test_resources_prompts_and_tool_changes_of_the_test_server_over_stdio(
     await _check_test_server(SERVER)
 
 
-async def test_resources_prompts_and_tool_changes_of_the_test_server_over_http() -> None:
-    async with _test_server_over_http() as (url, _):
+async def test_resources_prompts_and_tool_changes_of_the_test_server_over_http(
+    forks: _Forks,
+) -> None:
+    async with forks.serving() as (url, _):
         await _check_test_server(url)
 
 
@@ -208,22 +263,23 @@ async def test_the_everything_server_over_http() -> None:
         await _check_everything(f"http://127.0.0.1:{port}/mcp")
 
 
-async def test_a_streamable_http_server_that_dies_gives_error_results() -> None:
-    async with _test_server_over_http() as (url, process):
+async def test_a_streamable_http_server_that_dies_gives_error_results(forks: _Forks) -> None:
+    async with forks.serving() as (url, server):
         with anyio.fail_after(30):
             async with mcp_tools(url, timeout=10) as tools:
                 by_name = _by_name(tools)
                 assert (await by_name["add"].call('{"a": 1, "b": 2}')).text == "3"
-                process.kill()
-                await process.wait()
+                await server.kill()
                 after = await by_name["add"].call('{"a": 1, "b": 2}')
                 assert after.is_error and "of MCP server" in after.text
                 again = await by_name["add"].call('{"a": 1, "b": 2}')
                 assert again.is_error
 
 
-async def test_a_streamable_http_server_dying_mid_call_gives_an_error_result() -> None:
-    async with _test_server_over_http() as (url, _):
+async def test_a_streamable_http_server_dying_mid_call_gives_an_error_result(
+    forks: _Forks,
+) -> None:
+    async with forks.serving() as (url, _):
         with anyio.fail_after(30):
             async with mcp_tools(url, timeout=10) as tools:
                 died = await _by_name(tools)["die_now"].call("{}")
