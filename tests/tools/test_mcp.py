@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import anyio
 import pytest
@@ -15,11 +14,10 @@ from raf.react import ReactAgent
 from raf.testing import ScriptedOpenAIServer, resolve, text, tool_calls
 from raf.tools import ToolResult, tool_handler
 from raf.tools.mcp import McpTool, mcp_tools
+from tests.tools.mcp_forks import Forks
 from tests.tools.mcp_server import build
 
 pytestmark = pytest.mark.anyio
-
-SERVER = [sys.executable, str(Path(__file__).with_name("mcp_server.py"))]
 
 
 async def test_an_in_process_server_s_tools_are_raf_tools() -> None:
@@ -90,9 +88,9 @@ async def test_the_react_adapter_uses_mcp_tools() -> None:
     assert tool_message[0]["content"] == "3"
 
 
-async def test_a_stdio_server_round_trips_and_its_death_is_an_error_result() -> None:
+async def test_a_stdio_server_round_trips_and_its_death_is_an_error_result(forks: Forks) -> None:
     with anyio.fail_after(30):
-        async with mcp_tools(SERVER) as tools:
+        async with mcp_tools(forks.stdio) as tools:
             by_name = {t.name: t for t in tools}
             assert await by_name["add"].call('{"a": 1, "b": 2}') == ToolResult("3")
             died = await by_name["die_now"].call("{}")

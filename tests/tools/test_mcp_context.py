@@ -8,7 +8,7 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
@@ -18,11 +18,11 @@ import pytest
 from raf.errors import ToolError
 from raf.tools import Tool
 from raf.tools.mcp import mcp_tools
+from tests.tools.mcp_forks import Forks
 
 pytestmark = pytest.mark.anyio
 
 HERE = Path(__file__).parent
-SERVER = [sys.executable, str(HERE / "mcp_server.py")]
 TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 EVERYTHING = HERE / "js" / "node_modules" / ".bin" / "mcp-server-everything"
 needs_everything = pytest.mark.skipif(
@@ -76,66 +76,6 @@ async def _serving(
             await process.wait()
 
 
-class _Forks:
-    """The test server's `forks` process (`serve_forks` in mcp_server.py): each test server over
-    Streamable HTTP is a fresh process forked from it, not a new interpreter (~2 CPU-s each)."""
-
-    def __init__(self) -> None:
-        self._process = subprocess.Popen(
-            [*SERVER, "forks"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-
-    def _ask(self, line: str) -> str:
-        assert self._process.stdin is not None and self._process.stdout is not None
-        self._process.stdin.write(line + "\n")
-        self._process.stdin.flush()
-        answer = self._process.stdout.readline()
-        assert answer, f"the forks process ended with {self._process.poll()}"
-        return answer
-
-    @asynccontextmanager
-    async def serving(self) -> AsyncIterator[tuple[str, _Forked]]:
-        """A test server, yielded with its URL (it listens already); killed on leaving."""
-        pid, port = (await anyio.to_thread.run_sync(self._ask, "start")).split()
-        server = _Forked(self, int(pid))
-        try:
-            yield f"http://127.0.0.1:{port}/mcp", server
-        finally:
-            with anyio.CancelScope(shield=True):
-                await server.kill()
-
-    def close(self) -> None:
-        assert self._process.stdin is not None
-        self._process.stdin.close()  # the forks process kills what is left, and ends
-        try:
-            self._process.wait(30)
-        finally:
-            self._process.kill()
-            self._process.wait()
-            assert self._process.stdout is not None
-            self._process.stdout.close()
-
-
-class _Forked:
-    def __init__(self, forks: _Forks, pid: int) -> None:
-        self._forks = forks
-        self._pid = pid
-
-    async def kill(self) -> None:
-        """Kill the server; back once it is gone (a second kill does nothing)."""
-        await anyio.to_thread.run_sync(self._forks._ask, f"kill {self._pid}")
-
-
-@pytest.fixture(scope="module")
-def forks() -> Iterator[_Forks]:
-    """One `forks` process for the module, on both backends (it runs no event loop)."""
-    forks = _Forks()
-    try:
-        yield forks
-    finally:
-        forks.close()
-
-
 def _by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
     return {t.name: t for t in tools}
 
@@ -169,12 +109,14 @@ async def _check_test_server(target: object) -> None:
             assert (await double.call('{"x": 21}')).text == "42"
 
 
-async def test_resources_prompts_and_tool_changes_of_the_test_server_over_stdio() -> None:
-    await _check_test_server(SERVER)
+async def test_resources_prompts_and_tool_changes_of_the_test_server_over_stdio(
+    forks: Forks,
+) -> None:
+    await _check_test_server(forks.stdio)
 
 
 async def test_resources_prompts_and_tool_changes_of_the_test_server_over_http(
-    forks: _Forks,
+    forks: Forks,
 ) -> None:
     async with forks.serving() as (url, _):
         await _check_test_server(url)
@@ -263,7 +205,7 @@ async def test_the_everything_server_over_http() -> None:
         await _check_everything(f"http://127.0.0.1:{port}/mcp")
 
 
-async def test_a_streamable_http_server_that_dies_gives_error_results(forks: _Forks) -> None:
+async def test_a_streamable_http_server_that_dies_gives_error_results(forks: Forks) -> None:
     async with forks.serving() as (url, server):
         with anyio.fail_after(30):
             async with mcp_tools(url, timeout=10) as tools:
@@ -277,7 +219,7 @@ async def test_a_streamable_http_server_that_dies_gives_error_results(forks: _Fo
 
 
 async def test_a_streamable_http_server_dying_mid_call_gives_an_error_result(
-    forks: _Forks,
+    forks: Forks,
 ) -> None:
     async with forks.serving() as (url, _):
         with anyio.fail_after(30):
