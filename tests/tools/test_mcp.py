@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 import anyio
 import pytest
@@ -16,12 +14,10 @@ from raf.react import ReactAgent
 from raf.testing import ScriptedOpenAIServer, resolve, text, tool_calls
 from raf.tools import ToolResult, tool_handler
 from raf.tools.mcp import McpTool, mcp_tools
+from tests.tools.mcp_forks import Forks
 from tests.tools.mcp_server import build
 
 pytestmark = pytest.mark.anyio
-
-SERVER = [sys.executable, str(Path(__file__).with_name("mcp_server.py"))]
-TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 
 
 async def test_an_in_process_server_s_tools_are_raf_tools() -> None:
@@ -92,9 +88,9 @@ async def test_the_react_adapter_uses_mcp_tools() -> None:
     assert tool_message[0]["content"] == "3"
 
 
-async def test_a_stdio_server_round_trips_and_its_death_is_an_error_result() -> None:
+async def test_a_stdio_server_round_trips_and_its_death_is_an_error_result(forks: Forks) -> None:
     with anyio.fail_after(30):
-        async with mcp_tools(SERVER) as tools:
+        async with mcp_tools(forks.stdio) as tools:
             by_name = {t.name: t for t in tools}
             assert await by_name["add"].call('{"a": 1, "b": 2}') == ToolResult("3")
             died = await by_name["die_now"].call("{}")
@@ -123,19 +119,6 @@ async def test_a_call_that_outlives_its_timeout_is_an_error_result() -> None:
     async with mcp_tools(server, timeout=0.2) as tools:
         result = await tools[0].call("{}")
     assert result.is_error and "gave no answer within 0.2 s" in result.text
-
-
-async def test_the_mcp_server_time_package_over_stdio() -> None:
-    with anyio.fail_after(30):
-        async with mcp_tools(TIME_SERVER, prefix="time_") as tools:
-            names = [t.name for t in tools]
-            assert {"time_get_current_time", "time_convert_time"} <= set(names)
-            get_time = tools[names.index("time_get_current_time")]
-            result = await get_time.call(json.dumps({"timezone": "Europe/Oslo"}))
-            bad = await get_time.call(json.dumps({"timezone": "Mars/Olympus"}))
-    assert not result.is_error
-    assert json.loads(result.text)["timezone"] == "Europe/Oslo"
-    assert bad.is_error
 
 
 async def test_a_server_that_never_answers_initialize_times_out_at_connect() -> None:

@@ -18,16 +18,31 @@ import pytest
 from raf.errors import ToolError
 from raf.tools import Tool
 from raf.tools.mcp import mcp_tools
+from tests.tools.mcp_forks import Forks
 
 pytestmark = pytest.mark.anyio
 
 HERE = Path(__file__).parent
-SERVER = [sys.executable, str(HERE / "mcp_server.py")]
 TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 EVERYTHING = HERE / "js" / "node_modules" / ".bin" / "mcp-server-everything"
 needs_everything = pytest.mark.skipif(
     not EVERYTHING.exists(), reason="npm ci --prefix tests/tools/js installs the everything server"
 )
+
+
+@pytest.fixture(scope="module", params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Per module, not per test (tests/conftest.py): the shared sessions below are made once
+    per backend."""
+    return request.param
+
+
+@pytest.fixture(scope="module")
+async def time_tools(anyio_backend: str) -> AsyncIterator[list[Tool]]:
+    """One `mcp-server-time` session per backend (a start costs ~2 CPU-s) for the tests that
+    only call its tools: prefixed, with its (empty) resources and prompts."""
+    async with mcp_tools(TIME_SERVER, prefix="time_", resources=True, prompts=True) as tools:
+        yield tools
 
 
 def _free_port() -> int:
@@ -59,13 +74,6 @@ async def _serving(
             process.kill()
         with anyio.CancelScope(shield=True):
             await process.wait()
-
-
-@asynccontextmanager
-async def _test_server_over_http() -> AsyncIterator[tuple[str, anyio.abc.Process]]:
-    port = _free_port()
-    async with _serving([*SERVER, "http", str(port)], b"Uvicorn running") as process:
-        yield f"http://127.0.0.1:{port}/mcp", process
 
 
 def _by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
@@ -101,23 +109,38 @@ async def _check_test_server(target: object) -> None:
             assert (await double.call('{"x": 21}')).text == "42"
 
 
-async def test_resources_prompts_and_tool_changes_of_the_test_server_over_stdio() -> None:
-    await _check_test_server(SERVER)
+async def test_resources_prompts_and_tool_changes_of_the_test_server_over_stdio(
+    forks: Forks,
+) -> None:
+    await _check_test_server(forks.stdio)
 
 
-async def test_resources_prompts_and_tool_changes_of_the_test_server_over_http() -> None:
-    async with _test_server_over_http() as (url, _):
+async def test_resources_prompts_and_tool_changes_of_the_test_server_over_http(
+    forks: Forks,
+) -> None:
+    async with forks.serving() as (url, _):
         await _check_test_server(url)
 
 
-async def test_mcp_server_time_has_neither_resources_nor_prompts() -> None:
+async def test_the_mcp_server_time_package_over_stdio(time_tools: list[Tool]) -> None:
+    names = [t.name for t in time_tools]
+    assert {"time_get_current_time", "time_convert_time"} <= set(names)
+    get_time = time_tools[names.index("time_get_current_time")]
     with anyio.fail_after(30):
-        async with mcp_tools(TIME_SERVER, resources=True, prompts=True) as tools:
-            by_name = _by_name(tools)
-            assert {"get_current_time", "convert_time"} <= set(by_name)
-            assert (await by_name["list_resources"].call("{}")).text == "(no resources)"
-            assert (await by_name["list_prompts"].call("{}")).text == "(no prompts)"
-            missing = await by_name["get_prompt"].call('{"name": "time"}')
+        result = await get_time.call(json.dumps({"timezone": "Europe/Oslo"}))
+        bad = await get_time.call(json.dumps({"timezone": "Mars/Olympus"}))
+    assert not result.is_error
+    assert json.loads(result.text)["timezone"] == "Europe/Oslo"
+    assert bad.is_error
+
+
+async def test_mcp_server_time_has_neither_resources_nor_prompts(time_tools: list[Tool]) -> None:
+    by_name = _by_name(time_tools)
+    assert {"time_get_current_time", "time_convert_time"} <= set(by_name)
+    with anyio.fail_after(30):
+        assert (await by_name["time_list_resources"].call("{}")).text == "(no resources)"
+        assert (await by_name["time_list_prompts"].call("{}")).text == "(no prompts)"
+        missing = await by_name["time_get_prompt"].call('{"name": "time"}')
     assert missing.is_error and "could not give the prompt 'time'" in missing.text
 
 
@@ -182,22 +205,23 @@ async def test_the_everything_server_over_http() -> None:
         await _check_everything(f"http://127.0.0.1:{port}/mcp")
 
 
-async def test_a_streamable_http_server_that_dies_gives_error_results() -> None:
-    async with _test_server_over_http() as (url, process):
+async def test_a_streamable_http_server_that_dies_gives_error_results(forks: Forks) -> None:
+    async with forks.serving() as (url, server):
         with anyio.fail_after(30):
             async with mcp_tools(url, timeout=10) as tools:
                 by_name = _by_name(tools)
                 assert (await by_name["add"].call('{"a": 1, "b": 2}')).text == "3"
-                process.kill()
-                await process.wait()
+                await server.kill()
                 after = await by_name["add"].call('{"a": 1, "b": 2}')
                 assert after.is_error and "of MCP server" in after.text
                 again = await by_name["add"].call('{"a": 1, "b": 2}')
                 assert again.is_error
 
 
-async def test_a_streamable_http_server_dying_mid_call_gives_an_error_result() -> None:
-    async with _test_server_over_http() as (url, _):
+async def test_a_streamable_http_server_dying_mid_call_gives_an_error_result(
+    forks: Forks,
+) -> None:
+    async with forks.serving() as (url, _):
         with anyio.fail_after(30):
             async with mcp_tools(url, timeout=10) as tools:
                 died = await _by_name(tools)["die_now"].call("{}")
