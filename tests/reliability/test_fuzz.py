@@ -8,11 +8,13 @@ real HTTP through `OpenAIProvider` and the `openai` client.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import anyio
+import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,7 +37,7 @@ from raf import (
     tool,
 )
 from raf.providers.base import LlmProvider
-from raf.providers.openai import OpenAIProvider, create_client
+from raf.providers.openai import OpenAIProvider
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
 from raf.testing import ScriptedOpenAIServer, ScriptedProvider, Turn, error, text, tool_calls
 
@@ -104,6 +106,12 @@ class Played:
         return self.turns.pop(0) if self.turns else self.normal
 
 
+TLS = ssl.create_default_context()
+"""The one TLS context of every client here. Each `openai` client would make its own, loading
+the CA bundle (~50 ms CPU, a third of this module's CPU over its examples), and the scripted
+server speaks plain HTTP."""
+
+
 @asynccontextmanager
 async def provider_for(via: Via, played: Played) -> AsyncIterator[LlmProvider]:
     if via == "scripted":
@@ -111,7 +119,13 @@ async def provider_for(via: Via, played: Played) -> AsyncIterator[LlmProvider]:
         return
     async with (
         ScriptedOpenAIServer(played) as server,
-        create_client(server.base_url, "key") as client,
+        # As `create_client` makes it (its own retries off), on the shared TLS context.
+        openai.AsyncOpenAI(
+            base_url=server.base_url,
+            api_key="key",
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(verify=TLS),
+        ) as client,
     ):
         yield OpenAIProvider(client, "scripted", retry=FAST_RETRIES)
 

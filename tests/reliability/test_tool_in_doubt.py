@@ -5,14 +5,23 @@ kill is never made again.
 
 The run lives in `tool_crash_workflow.py`; each tool appends a line to a log file as its
 effect, which counts effects across the processes.
+
+The answers to the one in-doubt request start from the same stored state: the run killed in
+`send` and resumed once. It is made once per store kind and backend in this module (its checks
+run then), kept untouched, and each test answers a copy of its own: the SQLite file, or the
+PostgreSQL tables copied into the test's own schema.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +88,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"postgres:{dsn}#{schema}"
 
 
-async def in_doubt(store: str, tmp: Path, backend: str) -> Child:
+async def make_in_doubt(store: str, tmp: Path, backend: str) -> None:
     """A run killed inside `send`, resumed once: it waits on the in-doubt request."""
     child = Child(store, "send", tmp, backend)
     await child.kill_in_tool()
@@ -94,13 +103,94 @@ async def in_doubt(store: str, tmp: Path, backend: str) -> Child:
     assert payload["choices"] == ["rerun", "skip", "fail"]
     # Neither the call in doubt nor the call that ended before the kill ran again.
     assert child.effects() == ["note", "send"]
-    return child
+
+
+STORE_TABLES = ("meta", "checkpoints", "events", "objects")
+
+
+def copy_schema(dsn: str, source: str, target: str) -> None:
+    """The store's tables of PostgreSQL schema `source`, rows and all, made in `target`."""
+    import psycopg
+    from psycopg import sql
+
+    from raf.stores._pg_sql import Queries
+
+    with psycopg.connect(dsn, autocommit=True) as connection, connection.transaction():
+        for statement in Queries(target).create:
+            connection.execute(statement)
+        for table in STORE_TABLES:
+            connection.execute(
+                sql.SQL("INSERT INTO {} SELECT * FROM {}").format(
+                    sql.Identifier(target, table), sql.Identifier(source, table)
+                )
+            )
+        # The copied rows carry their `seq`: new events must number after them.
+        connection.execute(
+            sql.SQL("SELECT setval(pg_get_serial_sequence({}, 'seq'), max(seq)) FROM {}").format(
+                sql.Literal(f'"{target}".events'), sql.Identifier(target, "events")
+            )
+        )
+
+
+class InDoubtStates:
+    """The in-doubt state per store kind and backend, each made once, copied for each test."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.made: dict[tuple[str, str], tuple[str, Path]] = {}
+        """(store kind, backend) -> the store spec of the untouched state and its directory
+        (its effect log)."""
+        self.schemas: list[tuple[str, str]] = []
+        """The PostgreSQL (DSN, schema) of each state made, to drop at the end."""
+
+    async def child(self, store: str, tmp: Path, backend: str) -> Child:
+        """A `Child` on `store` and `tmp` holding a copy of the in-doubt state."""
+        kind, _, where = store.partition(":")
+        if (kind, backend) not in self.made:
+            directory = Path(tempfile.mkdtemp(prefix=f"{kind}-{backend}-", dir=self.root))
+            if kind == "sqlite":
+                pristine = f"sqlite:{directory / 'runs.db'}"
+            else:
+                dsn, schema = where.partition("#")[0], f"raf_test_{uuid.uuid4().hex}"
+                self.schemas.append((dsn, schema))
+                pristine = f"postgres:{dsn}#{schema}"
+            await make_in_doubt(pristine, directory, backend)
+            self.made[kind, backend] = pristine, directory
+        pristine, directory = self.made[kind, backend]
+        shutil.copy(directory / "effects.log", tmp / "effects.log")
+        if kind == "sqlite":
+            for name in ("runs.db", "runs.db-wal"):
+                if (directory / name).exists():
+                    shutil.copy(directory / name, Path(where).with_name(name))
+        else:
+            dsn, _, schema = where.partition("#")
+            copy_schema(dsn, pristine.partition("#")[2], schema)
+        return Child(store, "send", tmp, backend)
+
+    def drop_schemas(self) -> None:
+        if not self.schemas:
+            return
+        import psycopg
+        from psycopg import sql
+
+        for dsn, schema in self.schemas:
+            with psycopg.connect(dsn, autocommit=True) as connection:
+                connection.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
+
+
+@pytest.fixture(scope="module")
+def in_doubt_states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InDoubtStates]:
+    states = InDoubtStates(tmp_path_factory.mktemp("in-doubt"))
+    yield states
+    states.drop_schemas()
 
 
 async def test_a_call_in_doubt_asks_and_rerun_runs_it_again(
-    store: str, tmp_path: Path, anyio_backend: str
+    store: str, tmp_path: Path, anyio_backend: str, in_doubt_states: InDoubtStates
 ) -> None:
-    child = await in_doubt(store, tmp_path, anyio_backend)
+    child = await in_doubt_states.child(store, tmp_path, anyio_backend)
     done = await child.resume("rerun")
     assert done["status"] == "completed", done
     assert done["answer"] == "done: sent to ann"
@@ -108,9 +198,9 @@ async def test_a_call_in_doubt_asks_and_rerun_runs_it_again(
 
 
 async def test_skip_takes_the_given_result_without_running_the_tool(
-    store: str, tmp_path: Path, anyio_backend: str
+    store: str, tmp_path: Path, anyio_backend: str, in_doubt_states: InDoubtStates
 ) -> None:
-    child = await in_doubt(store, tmp_path, anyio_backend)
+    child = await in_doubt_states.child(store, tmp_path, anyio_backend)
     done = await child.resume({"decision": "skip", "result": "sent by the crashed run"})
     assert done["status"] == "completed", done
     assert done["answer"] == "done: sent by the crashed run"
@@ -118,17 +208,20 @@ async def test_skip_takes_the_given_result_without_running_the_tool(
 
 
 async def test_fail_fails_the_run_naming_the_tool(
-    store: str, tmp_path: Path, anyio_backend: str
+    store: str, tmp_path: Path, anyio_backend: str, in_doubt_states: InDoubtStates
 ) -> None:
-    child = await in_doubt(store, tmp_path, anyio_backend)
+    child = await in_doubt_states.child(store, tmp_path, anyio_backend)
     done = await child.resume("fail")
     assert done["status"] == "failed"
     assert done["error"].startswith("ToolError: the call of tool 'send' was in doubt")
     assert child.effects() == ["note", "send"]
 
 
-async def test_an_unclear_answer_asks_again(tmp_path: Path, anyio_backend: str) -> None:
-    child = await in_doubt(f"sqlite:{tmp_path / 'runs.db'}", tmp_path, anyio_backend)
+async def test_an_unclear_answer_asks_again(
+    tmp_path: Path, anyio_backend: str, in_doubt_states: InDoubtStates
+) -> None:
+    store = f"sqlite:{tmp_path / 'runs.db'}"
+    child = await in_doubt_states.child(store, tmp_path, anyio_backend)
     again = await child.resume("maybe")
     assert again["status"] == "waiting"
     [(request_id, payload)] = again["requests"]
