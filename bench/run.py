@@ -121,8 +121,10 @@ def _machine() -> str:
     return f"{os.cpu_count()} cores ({model}), {platform.system()} {platform.release()}"
 
 
-def _yardstick_ms(repeats: int = 7) -> float:
-    """Best time, in ms, of a fixed pure-Python workload: how fast this machine runs Python.
+def _yardstick_ms(repeats: int) -> float:
+    """Best time, in ms, of `repeats` runs of a fixed pure-Python workload: how fast this
+    machine runs Python (7 runs in a full benchmark, 3 with `--quick`, whose numbers are not
+    compared).
 
     Absolute results scale with it from machine to machine (the ratios much less), so the
     report carries it to compare runs made on different machines.
@@ -211,7 +213,7 @@ def measure(args: argparse.Namespace) -> Record:
         "meta": {
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": _machine(),
-            "yardstick_ms": _yardstick_ms(),
+            "yardstick_ms": _yardstick_ms(3 if args.quick else 7),
             "python": platform.python_version(),
             "interpreter": args.python,
             "quick": args.quick,

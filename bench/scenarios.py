@@ -140,7 +140,7 @@ SCENARIOS: dict[str, Scenario] = {
             "lower",
             150.0,
             iterations=9,
-            quick_iterations=2,
+            quick_iterations=1,
             warmup=1,
             method="perf_counter() around the imports inside a fresh interpreter; median of spawns",
         ),

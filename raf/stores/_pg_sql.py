@@ -1,6 +1,8 @@
-"""The SQL of the PostgreSQL store, composed once per store for its schema."""
+"""The SQL of the PostgreSQL store, composed once per schema (`queries`)."""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from psycopg import sql
 
@@ -114,3 +116,10 @@ class Queries:
         ).format(objects)
         self.get = sql.SQL("SELECT content FROM {} WHERE hash = %s").format(objects)
         self.get_many = sql.SQL("SELECT hash, content FROM {} WHERE hash = ANY(%s)").format(objects)
+
+
+@lru_cache(maxsize=32)
+def queries(schema: str | None) -> Queries:
+    """The statements for `schema`, shared by the stores on it (composing them takes a few
+    milliseconds, as long as opening a store on a warm connection)."""
+    return Queries(schema)

@@ -66,7 +66,7 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
         try:
             from raf.stores._pg_locks import AdvisoryLocks
             from raf.stores._pg_pool import ConnectionPool
-            from raf.stores._pg_sql import Queries
+            from raf.stores._pg_sql import queries
         except ImportError as error:
             raise ImportError(
                 "PostgresCheckpointStore needs psycopg 3: pip install 'raf[postgres]' "
@@ -74,7 +74,7 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
             ) from error
         self.schema = schema
         self._pool: ConnectionPool = ConnectionPool(dsn, max_size=max_connections)
-        self._queries: Queries = Queries(schema)
+        self._queries: Queries = queries(schema)
         self._advisory: AdvisoryLocks = AdvisoryLocks(dsn, schema or "")
         self._session_locks = SessionLocks(self._advisory.acquire)
         self._ready = False

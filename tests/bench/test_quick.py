@@ -158,7 +158,7 @@ def test_workers_run_on_the_chosen_clock(monkeypatch: pytest.MonkeyPatch) -> Non
         return {"status": "ok", "value": 1.0, "version": "-", "details": {}}
 
     monkeypatch.setattr(run, "_worker", worker)
-    monkeypatch.setattr(run, "_yardstick_ms", lambda: 1.0)
+    monkeypatch.setattr(run, "_yardstick_ms", lambda repeats: 1.0)
     results = run.measure(run._arguments(["--quick", "--scenarios", "A", "--clock", "cpu"]))  # pyright: ignore[reportPrivateUsage]
     measured = [c for c in calls if c[0] != "probe"]
     assert measured
