@@ -33,7 +33,6 @@ from raf import (
 from raf.providers.base import LlmProvider
 from raf.providers.openai import OpenAIProvider, create_client
 from raf.testing import ScriptedOpenAIServer, ScriptedProvider, Turn, error, text
-from tests.heap import earlier_objects_frozen
 
 pytestmark = [
     pytest.mark.anyio,
@@ -116,7 +115,7 @@ async def run_sessions(agent: IAgent, count: int) -> None:
 
 async def test_a_thousand_sessions_at_once_keep_their_own_outputs_and_give_memory_back() -> None:
     agent = depth_three()
-    with earlier_objects_frozen(), anyio.fail_after(60):
+    with anyio.fail_after(60):
         await run_sessions(agent, 1000)  # warm-up: caches, allocator arenas, imports
         gc.collect()
         baseline = rss_kib()
@@ -156,7 +155,7 @@ async def test_two_hundred_sessions_over_http_with_faults_end_completed_or_faile
     faults, script = faulty(seed=13)
     completed: list[int] = []
     failed: list[int] = []
-    with earlier_objects_frozen(), anyio.fail_after(60):
+    with anyio.fail_after(60):
         async with (
             ScriptedOpenAIServer(script) as server,
             create_client(server.base_url, "key") as client,

@@ -32,7 +32,6 @@ from raf.serve.threads import Threads
 from raf.stores import SqliteCheckpointStore
 from raf.testing.script import text
 from raf.testing.scripted_provider import ScriptedProvider
-from tests.heap import earlier_objects_frozen
 from tests.serve.events import parse
 from tests.serve.servers import running
 from tests.serve.trees import run_input, user
@@ -123,7 +122,7 @@ async def test_a_server_survives_hundreds_of_aborted_runs(
     threads_used: set[tuple[str, str]] = set()
     cut: list[bool] = []
     fresh = {(agent.id, f"{agent.id}-fresh") for agent in agents}
-    with earlier_objects_frozen(), running(lambda: create_app(agents)) as url:
+    with running(lambda: create_app(agents)) as url:
         port = int(url.rsplit(":", 1)[1])
         with anyio.fail_after(_DEADLINE_SECONDS):
 
