@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -15,7 +16,18 @@ from raf.testing import ScriptedOpenAIServer, resolve, text, tool_calls
 from raf.tools import ToolResult, tool_handler
 from raf.tools.mcp import McpTool, mcp_tools
 from tests.tools.mcp_forks import Forks
-from tests.tools.mcp_server import build
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+
+def build() -> MCPServer:
+    """The test MCP server (`tests/tools/mcp_server.py`), imported on first use: the MCP SDK's
+    server costs every worker ~1.3 s to import at collection, where most never run these tests."""
+    from tests.tools.mcp_server import build as server
+
+    return server()
+
 
 pytestmark = pytest.mark.anyio
 
