@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from starlette.applications import Starlette
@@ -20,8 +21,9 @@ from tests.serve.servers import running
 from tests.serve.studio_trees import INJECTION, chat, two_questions
 from tests.serve.trees import Stalling, failing_team, newsroom
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-Page = playwright_api.Page
+if TYPE_CHECKING:
+    from playwright.sync_api import Page  # loaded by the browser fixture, on first use
+
 
 DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "serving-page.png"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -22,8 +23,8 @@ from tests.serve.servers import running
 from tests.serve.studio_trees import Gated, slow
 from tests.serve.trees import Stalling, newsroom, run_input, user
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-Page = playwright_api.Page
+if TYPE_CHECKING:
+    from playwright.sync_api import Page  # loaded by the browser fixture, on first use
 
 
 def node_state(page: Page, node: str) -> str:
