@@ -95,23 +95,28 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 HEAVIEST_FIRST = (
-    "tests/durable/test_recovery.py",
-    "tests/reliability/test_tool_in_doubt.py",
     "tests/test_examples.py",
-    "tests/reliability/test_crash_resume.py",
-    "tests/reliability/test_load.py",
-    "tests/serve/test_acp.py",
-    "tests/tools/test_mcp_context.py",
-    "tests/serve/test_serve_command.py",
-    "tests/reliability/test_workers.py",
-    "tests/serve/test_acp_edges.py",
-    "tests/stores/test_stores.py",
-    "tests/serve/test_page.py",
+    "tests/serve/test_page.py",  # with test_studio_page.py, one unit (`SHARED_WORKER`)
     "tests/serve/test_aborted_runs.py",
-    "tests/serve/test_studio_page.py",
+    "tests/reliability/test_crash_resume.py",
     "tests/durable/test_agent.py",
-    "tests/stores/test_cancellation_properties.py",
+    "tests/stores/test_stores.py",
+    "tests/serve/test_acp.py",
+    "tests/reliability/test_tool_in_doubt.py",
+    "tests/durable/test_recovery.py",  # with the fan-out and vote recovery, one unit
     "tests/bench/test_quick.py",
+    "tests/reliability/test_workers.py",
+    "tests/stores/test_cancellation_properties.py",
+    "tests/reliability/test_load.py",
+    "tests/tools/test_mcp_context.py",
+    "tests/serve/test_acp_edges.py",
+    "tests/cli/test_main.py",
+    "tests/cli/test_demo.py",
+    "tests/adapters/test_command.py",
+    "tests/tools/test_workspace.py",
+    "tests/stores/test_session_locks.py",
+    "tests/tools/test_mcp.py",
+    "tests/serve/test_serve_command.py",
 )
 """The modules that take longest (the time in their tests, summed per module, in a full run),
 longest first. Workers take whole modules (`--dist loadscope`); one of these started last would run on
