@@ -7,8 +7,11 @@ import sys
 
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
+from raf.adapters.binding import AdapterBinding
 from raf.builders import ConcurrentBuilder, SequentialBuilder
+from raf.builders.roles import END, RoleWorkflowBuilder
 from raf.engine import Workflow
 from raf.engine.edges import FanIn
 from raf.engine.validation import check_graph
@@ -55,6 +58,21 @@ def test_concurrent_shapes_pass_the_full_check(count: int) -> None:
     workflow = builder.build()
     _full_check(workflow)
     assert workflow.graph.number_of_nodes() == count + 2
+
+
+class _Note(BaseModel):
+    text: str
+
+
+@given(st.integers(min_value=1, max_value=8))
+def test_role_workflow_shapes_pass_the_full_check(count: int) -> None:
+    builder = RoleWorkflowBuilder("roles").with_moderator(lambda chain, topic: END)
+    for index in range(count):
+        builder.add_role(f"role{index}", "Note it.", _Note)
+    workflow = builder.build(AdapterBinding(lambda prompt, schema: None))
+    _full_check(workflow)
+    # start -> moderator, and moderator <-> each role
+    assert workflow.graph.number_of_edges() == 1 + 2 * count
 
 
 def test_building_patterns_does_not_load_networkx_until_the_graph_is_read() -> None:
