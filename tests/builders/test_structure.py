@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -64,12 +65,19 @@ class _Note(BaseModel):
     text: str
 
 
+def _adapter(prompt: str, schema: type[Any]) -> Any:
+    async def role(thread: Any) -> _Note:
+        return _Note(text=prompt)
+
+    return role
+
+
 @given(st.integers(min_value=1, max_value=8))
 def test_role_workflow_shapes_pass_the_full_check(count: int) -> None:
     builder = RoleWorkflowBuilder("roles").with_moderator(lambda chain, topic: END)
     for index in range(count):
         builder.add_role(f"role{index}", "Note it.", _Note)
-    workflow = builder.build(AdapterBinding(lambda prompt, schema: None))
+    workflow = builder.build(AdapterBinding(_adapter))
     _full_check(workflow)
     # start -> moderator, and moderator <-> each role
     assert workflow.graph.number_of_edges() == 1 + 2 * count
