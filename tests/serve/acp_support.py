@@ -77,6 +77,30 @@ async def prompt(conn: ClientSideConnection, session_id: str, text: str) -> str:
     return response.stop_reason
 
 
+async def cancel_once_running(
+    conn: ClientSideConnection,
+    session_id: str,
+    text: str,
+    running: anyio.Event,
+    then: Callable[[], object] = lambda: None,
+) -> tuple[str, bool]:
+    """Prompt `text` on the session, cancel it once `running` is set, then call `then`: the
+    prompt's stop reason, and whether it still ran when the cancel was sent."""
+    reasons: list[str] = []
+    still_running = False
+    async with anyio.create_task_group() as group:
+
+        async def ask() -> None:
+            reasons.append(await prompt(conn, session_id, text))
+
+        group.start_soon(ask)
+        await running.wait()
+        await conn.cancel(session_id=session_id)
+        still_running = not reasons
+        then()
+    return reasons[0], still_running
+
+
 def on_asyncio(scenario: Callable[[], Awaitable[None]]) -> None:
     """Run `scenario`, bounded in time, on an asyncio loop of its own (the SDK's loop)."""
 

@@ -31,6 +31,7 @@ from tests.serve.acp_support import (
     RecordingClient,
     SharedServers,
     acp_servers,
+    cancel_once_running,
     kept,
     on_asyncio,
     prompt,
@@ -96,14 +97,7 @@ def test_cancel_ends_the_turn_cancelled_while_a_tool_thread_blocks(
 
     async def scenario(conn: ClientSideConnection, session_id: str) -> None:
         client.tool_running = running = anyio.Event()
-        async with anyio.create_task_group() as tg:
-
-            async def ask() -> None:
-                reasons.append(await prompt(conn, session_id, "go"))
-
-            tg.start_soon(ask)
-            await running.wait()
-            await conn.cancel(session_id=session_id)
+        reasons.append((await cancel_once_running(conn, session_id, "go", running))[0])
         # The session takes the next prompt once cancelled (and stdout stayed the
         # protocol's: the tool's print went to stderr).
         reasons.append(await prompt(conn, session_id, "again"))

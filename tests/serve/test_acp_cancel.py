@@ -22,7 +22,13 @@ import pytest
 from acp.client.connection import ClientSideConnection
 from acp.schema import AgentMessageChunk
 
-from tests.serve.acp_support import RecordingClient, kept, on_asyncio, prompt
+from tests.serve.acp_support import (
+    RecordingClient,
+    cancel_once_running,
+    kept,
+    on_asyncio,
+    prompt,
+)
 
 
 @dataclass
@@ -55,20 +61,10 @@ async def _cancelled_on_a_locked_store(
     """Prompt the session while another writer locks `store`, cancel it once `running` is
     set, then let the writer go: the prompt's stop reason, and whether it still ran when the
     cancel was sent."""
-    reasons: list[str] = []
     with _writer(store) as writer:
-        async with anyio.create_task_group() as group:
-
-            async def first() -> None:
-                reasons.append(await prompt(conn, session_id, "one"))
-
-            group.start_soon(first)
-            await running.wait()
-            await conn.cancel(session_id=session_id)
-            still_running = not reasons
-            # Only now: the prompt ends once its session is saved, which waits for the writer.
-            writer.rollback()
-    return reasons[0], still_running
+        # The writer lets go only after the cancel: the prompt ends once its session is
+        # saved, which waits for the writer.
+        return await cancel_once_running(conn, session_id, "one", running, then=writer.rollback)
 
 
 @pytest.mark.parametrize(
