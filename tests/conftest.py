@@ -7,9 +7,12 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.forkserver import ForkServers
 
 settings.register_profile(
     "ci",
@@ -82,6 +85,17 @@ if not _dbos_logger.handlers:
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@pytest.fixture(scope="session")
+def forkservers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServers]:
+    """The worker's fork servers (`tests.forkserver`): the Python processes the tests start,
+    forked from one that made their imports already."""
+    servers = ForkServers(tmp_path_factory.mktemp("forkservers"))
+    try:
+        yield servers
+    finally:
+        servers.close()
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -4,9 +4,7 @@ processes of the recovery tests are forked from."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ pytest.importorskip("dbos")
 
 from dbos import DBOS
 
-from tests.durable.forkserver import command
+from tests.forkserver import ForkServers, command
 
 # What the fork server imports: the workers, and what they import lazily (the OpenAI client's
 # transport, graph validation's networkx, SQLite): ~0.5 CPU-s a worker otherwise.
@@ -50,32 +48,9 @@ def dbos_sqlite(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def forkserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The socket of a server that imported the worker modules and forks worker processes
-    (see `tests.durable.forkserver`); it ends with the session, after its workers."""
-    path = str(tmp_path_factory.mktemp("forkserver") / "socket")
-    argv = [sys.executable, "-m", "tests.durable.forkserver", "serve", path, *PRELOAD]
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    server = subprocess.Popen(
-        argv,
-        env=env,
-        cwd=os.getcwd(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        start_new_session=True,
-    )
-    assert server.stdout is not None
-    try:
-        assert server.stdout.readline() == b"ready\n", "the fork server did not start"
-        yield path
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:  # a worker of a failed test still running
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        server.stdout.close()
+def forkserver(forkservers: ForkServers) -> str:
+    """The socket of the server the worker processes are forked from (`tests.forkserver`)."""
+    return forkservers.get(*PRELOAD)
 
 
 def postgres_url(name: str) -> str:

@@ -29,7 +29,7 @@ from raf.providers.openai import OpenAIProvider, create_client
 from raf.testing import ScriptedOpenAIServer, text, tool_calls
 from raf.testing.script import Turn
 from tests.durable.fanout_worker import BRANCHES, graph, prompt
-from tests.durable.forkserver import command
+from tests.forkserver import command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 

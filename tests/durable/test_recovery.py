@@ -22,8 +22,8 @@ import pytest
 from raf.messages import ChatMessage
 from raf.testing import ScriptedOpenAIServer, text, tool_calls
 from raf.testing.script import Turn
-from tests.durable.forkserver import command
 from tests.durable.worker import RESEARCHER
+from tests.forkserver import command
 
 # Two or three worker processes per test, each importing raf and launching DBOS.
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]

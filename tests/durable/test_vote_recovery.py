@@ -21,8 +21,8 @@ import pytest
 from raf.messages import ChatMessage
 from raf.testing import ScriptedOpenAIServer, text, tool_calls
 from raf.testing.script import Script, Turn
-from tests.durable.forkserver import command
 from tests.durable.vote_worker import VOTERS, prompt
+from tests.forkserver import command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 

@@ -1,0 +1,293 @@
+"""Python processes forked from one that made their imports already (raf, the OpenAI client,
+DBOS, the ACP SDK: 0.3 to 3 CPU-s a process), each still a process of its own.
+
+    python -m tests.forkserver serve SOCKET MODULE...
+    python -I -S tests/forkserver.py SOCKET -m MODULE ARG...
+    python -I -S tests/forkserver.py SOCKET PATH ARG...
+
+The first is the server: it imports the MODULEs, prints `ready`, then for each request on the
+Unix socket SOCKET forks a worker that runs a module as `python -m MODULE ARG...` would, or a
+script as `python PATH ARG...` would (`sys.path[0]` the working directory, or the script's
+folder), on the requester's stdin, stdout, stderr, environment and working directory. The
+others are requesters (they import only the standard library): a requester ends as its worker
+ended, with its exit code or killed by its signal, so a test sees the worker's own end.
+
+A requester passes the signals it can catch (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1) on to
+its worker; SIGUSR2 SIGKILLs the worker (`kill`), since SIGKILL itself cannot be passed on;
+a requester gone (SIGKILLed, say) SIGKILLs its worker. A worker is waited for by a process the
+server forked and waits for, so its CPU time counts in the server's children, and the
+server's in the test process's.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import importlib
+import json
+import os
+import runpy
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__)
+PASSED_ON = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)
+KILL = signal.SIGUSR2
+"""Sent to a requester: its worker is SIGKILLed (and the requester ends killed by SIGKILL)."""
+
+
+def command(server: str, module: str) -> list[str]:
+    """The argv prefix that runs `module` (add its arguments) forked from `server`."""
+    return [sys.executable, "-I", "-S", str(HERE), server, "-m", module]
+
+
+def script(server: str, path: str | Path) -> list[str]:
+    """The argv prefix that runs the script at `path` (add its arguments) forked from
+    `server`."""
+    return [sys.executable, "-I", "-S", str(HERE), server, str(path)]
+
+
+def kill(process: Any) -> None:
+    """SIGKILL the worker of requester `process` (a `Popen` or an anyio `Process`); the
+    requester then ends killed by SIGKILL, once the worker is gone."""
+    process.send_signal(KILL)
+
+
+@contextmanager
+def running(socket_path: str | Path, preload: list[str]) -> Iterator[str]:
+    """A server on `socket_path` that imported `preload`; yields the socket path, and stops
+    the server after its workers (SIGKILLing what is left after a minute)."""
+    argv = [sys.executable, "-m", "tests.forkserver", "serve", str(socket_path), *preload]
+    server = subprocess.Popen(
+        argv,
+        cwd=HERE.parent.parent,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert server.stdout is not None
+    try:
+        assert server.stdout.readline() == b"ready\n", "the fork server did not start"
+        yield str(socket_path)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # a worker of a failed test still running
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        server.stdout.close()
+
+
+class ForkServers:
+    """A worker's fork servers, one per set of modules to preload, each started when first
+    asked for (`get`) and stopped by `close`."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._servers: dict[tuple[str, ...], str] = {}
+        self._stack = ExitStack()
+
+    def get(self, *preload: str) -> str:
+        """The socket of the server that preloaded `preload`."""
+        if preload not in self._servers:
+            path = self._folder / f"fork{len(self._servers)}.socket"
+            self._servers[preload] = self._stack.enter_context(running(path, list(preload)))
+        return self._servers[preload]
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+# The requester.
+
+
+def request(server: str, target: str, args: list[str]) -> None:
+    """Have `server` run `target` (`-m MODULE` or a script's path) with `args` on this
+    process's stdio; end as it ended."""
+    with socket.socket(socket.AF_UNIX) as conn:
+
+        def pass_on(signum: int, _frame: object) -> None:
+            try:
+                conn.sendall(f"{signal.SIGKILL if signum == KILL else signum}\n".encode())
+            except OSError:  # not connected yet, or the server is gone
+                os._exit(128 + signum)
+
+        for signum in (*PASSED_ON, KILL):
+            signal.signal(signum, pass_on)
+        conn.connect(server)
+        if target == "-m":
+            asked: dict[str, Any] = {"module": args[0], "args": args[1:]}
+        else:
+            asked = {"path": os.path.abspath(target), "args": args}
+        asked |= {"env": dict(os.environ), "cwd": os.getcwd()}
+        socket.send_fds(conn, [json.dumps(asked).encode() + b"\n"], [0, 1, 2])
+        status = b"".join(iter(lambda: conn.recv(64), b"")).decode()
+    for signum in (*PASSED_ON, KILL):
+        signal.signal(signum, signal.SIG_DFL)
+    kind, _, value = status.partition(":")
+    if kind == "signal":
+        os.kill(os.getpid(), int(value))
+        sys.exit(128 + int(value))  # a signal whose default is to go on
+    sys.exit(int(value) if kind == "exit" else 1)
+
+
+# The worker.
+
+
+def run(asked: dict[str, Any]) -> int:
+    """In the forked worker: run what `asked` names as `python` would; its exit code."""
+    os.chdir(asked["cwd"])
+    os.environ.clear()
+    os.environ.update(asked["env"])
+    for signum in (signal.SIGCHLD, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    python_path = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    sys.path[1:1] = [os.path.abspath(entry) for entry in python_path if entry]
+    code = 0
+    try:
+        if "module" in asked:
+            sys.path[0] = os.getcwd()
+            sys.argv = [asked["module"], *asked["args"]]
+            runpy.run_module(asked["module"], run_name="__main__", alter_sys=True)
+        else:
+            sys.path[0] = os.path.dirname(os.path.realpath(asked["path"]))
+            sys.argv = [asked["path"], *asked["args"]]
+            runpy.run_path(asked["path"], run_name="__main__")
+    except SystemExit as exit:
+        code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
+        if not isinstance(exit.code, int | None):
+            print(exit.code, file=sys.stderr)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        code = -signal.SIGINT
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    threading._shutdown()  # pyright: ignore[reportAttributeAccessIssue]  # as Python's own exit
+    atexit._run_exitfuncs()  # pyright: ignore[reportPrivateUsage]
+    return code
+
+
+# The server.
+
+
+def read_request(conn: socket.socket) -> tuple[list[int], dict[str, Any]]:
+    """The stdio descriptors and the request a requester sent on `conn`."""
+    data, fds, _, _ = socket.recv_fds(conn, 65536, 3)
+    while not data.endswith(b"\n"):
+        more = conn.recv(65536)
+        if not more:
+            raise EOFError("the requester left before it asked")
+        data += more
+    return fds, json.loads(data)
+
+
+def answer(conn: socket.socket, fds: list[int], asked: dict[str, Any]) -> None:
+    """In a process forked for one request: fork the worker, pass on the requester's signals
+    until it ends (SIGKILL it if the requester goes), say how it ended."""
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        code = run(asked)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if code < 0:
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    ended = os.pidfd_open(pid)
+    pending = b""
+    while not select.select([conn, ended], [], [])[0].count(ended):
+        received = conn.recv(64)
+        if not received:  # the requester is gone
+            os.kill(pid, signal.SIGKILL)
+            break
+        pending += received
+        *signals, pending = pending.split(b"\n")
+        for signum in signals:
+            os.kill(pid, int(signum))
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        report = f"signal:{os.WTERMSIG(status)}"
+    else:
+        report = f"exit:{os.waitstatus_to_exitcode(status)}"
+    with suppress(OSError):  # the requester is gone
+        conn.sendall(report.encode())
+    conn.close()
+
+
+def reap(*_signal: object) -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def stop(*_signal: object) -> None:
+    raise SystemExit(0)
+
+
+def serve(path: str, modules: list[str]) -> None:
+    for module in modules:
+        importlib.import_module(module)
+    gc.freeze()  # what the server made stays unscanned, and so unwritten, in every fork
+    signal.signal(signal.SIGCHLD, reap)
+    signal.signal(signal.SIGTERM, stop)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(64)
+    print("ready", flush=True)
+    try:
+        while True:
+            conn, _ = listener.accept()
+            try:
+                fds, asked = read_request(conn)
+            except (EOFError, ValueError, OSError):
+                conn.close()
+                continue
+            sys.stdout.flush()
+            sys.stderr.flush()
+            if os.fork() == 0:
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                listener.close()
+                try:
+                    answer(conn, fds, asked)
+                finally:
+                    os._exit(0)
+            conn.close()
+            for fd in fds:
+                os.close(fd)
+    finally:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        while True:  # wait for every worker still running (their CPU time counts)
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2], sys.argv[3:])
+    else:
+        request(sys.argv[1], sys.argv[2], sys.argv[3:])
