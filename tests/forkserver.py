@@ -232,7 +232,8 @@ def answer(conn: socket.socket, fds: list[int], asked: dict[str, Any]) -> None:
     conn.close()
 
 
-def reap(*_signal: object) -> None:
+def reap() -> None:
+    """Reap the answering processes that ended."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -242,48 +243,57 @@ def reap(*_signal: object) -> None:
             return
 
 
-def stop(*_signal: object) -> None:
-    raise SystemExit(0)
-
-
 def serve(path: str, modules: list[str]) -> None:
+    """Fork a worker for each request on `path` until SIGTERM; then wait for the workers.
+    Signals wake the loop through a pipe (`signal.set_wakeup_fd`): a signal arriving just
+    before a blocking call would otherwise be handled only after it, that is never."""
     for module in modules:
         importlib.import_module(module)
     gc.freeze()  # what the server made stays unscanned, and so unwritten, in every fork
-    signal.signal(signal.SIGCHLD, reap)
-    signal.signal(signal.SIGTERM, stop)
+    stopping: list[int] = []
+    wakeups, wake = os.pipe()
+    os.set_blocking(wake, False)
+    signal.set_wakeup_fd(wake)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that it wakes the loop
+    signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(path)
     listener.listen(64)
     print("ready", flush=True)
-    try:
-        while True:
-            conn, _ = listener.accept()
-            try:
-                fds, asked = read_request(conn)
-            except (EOFError, ValueError, OSError):
-                conn.close()
-                continue
-            sys.stdout.flush()
-            sys.stderr.flush()
-            if os.fork() == 0:
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                listener.close()
-                try:
-                    answer(conn, fds, asked)
-                finally:
-                    os._exit(0)
+    while not stopping:
+        ready, _, _ = select.select([listener, wakeups], [], [])
+        if wakeups in ready:
+            os.read(wakeups, 4096)
+            reap()
+        if listener not in ready:
+            continue
+        conn, _ = listener.accept()
+        try:
+            fds, asked = read_request(conn)
+        except (EOFError, ValueError, OSError):
             conn.close()
-            for fd in fds:
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if os.fork() == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            for fd in (wakeups, wake, listener.detach()):
                 os.close(fd)
-    finally:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        while True:  # wait for every worker still running (their CPU time counts)
             try:
-                os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
+                answer(conn, fds, asked)
+            finally:
+                os._exit(0)
+        conn.close()
+        for fd in fds:
+            os.close(fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    while True:  # wait for every worker still running (their CPU time counts)
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
 
 
 if __name__ == "__main__":

@@ -14,9 +14,9 @@ import pytest
 from tests.forkserver import ForkServers, command, kill, script
 
 WORKER = """
-import os, signal, sys, time
-print(os.getpid(), sys.argv[1:], os.getcwd(), os.environ.get("ASKED"), sys.path[0], flush=True)
+import os, signal, sys
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
+print(os.getpid(), sys.argv[1:], os.getcwd(), os.environ.get("ASKED"), sys.path[0], flush=True)
 if sys.argv[1:] == ["wait"]:
     sys.stdin.read()
 sys.exit(int(sys.argv[1]) if sys.argv[1:2] != ["wait"] else 0)
