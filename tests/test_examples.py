@@ -3,6 +3,9 @@
 Each file of `examples/` runs as a script (`python examples/NAME.py`, from any folder) and as a
 module (`python -m examples.NAME`, from the checkout); with `OPENAI_BASE_URL` set it talks to
 that OpenAI-compatible endpoint (here a `ScriptedOpenAIServer`, through the real `openai` client).
+The runs are processes forked from one that imported raf and the libraries first
+(`tests.forkserver`: ~0.4 CPU-s a run otherwise, ~1 s against an endpoint); one example also
+starts in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import pytest
 from raf.messages import ChatMessage
 from raf.providers.openai import LOCAL_API_KEY
 from raf.testing import Turn, text
+from tests.forkserver import ForkServers, script
+from tests.forkserver import command as forked_module
 from tests.helpers import endpoint_in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,18 +85,40 @@ def offline_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAF_MODEL"))}
 
 
-def command(name: str, how: str) -> list[str]:
+PRELOAD = [
+    "raf",
+    "raf.builders.roles.builder",
+    "raf.durable",
+    "raf.providers.openai",
+    "raf.react.agent",
+    "raf.stores.sqlite",
+    "raf.testing",
+    "anyio._backends._asyncio",
+    "dbos",
+    "httpcore2",
+    "networkx",
+]
+"""What the examples import, made once in the server their runs are forked from (none of
+`examples/` itself)."""
+
+
+@pytest.fixture(scope="module")
+def forked(forkservers: ForkServers) -> str:
+    return forkservers.get(*PRELOAD)
+
+
+def command(server: str, name: str, how: str) -> list[str]:
     if how == "script":
-        return [sys.executable, str(EXAMPLES / name)]
-    return [sys.executable, "-m", f"examples.{name.removesuffix('.py')}"]
+        return script(server, EXAMPLES / name)
+    return forked_module(server, f"examples.{name.removesuffix('.py')}")
 
 
 @pytest.mark.parametrize("how", ["script", "module"])
 @pytest.mark.parametrize("name", SCRIPTS)
-def test_example_runs_offline(name: str, how: str, tmp_path: Path) -> None:
+def test_example_runs_offline(name: str, how: str, forked: str, tmp_path: Path) -> None:
     # A script runs from anywhere; a module from the checkout.
     done = subprocess.run(
-        command(name, how),
+        command(forked, name, how),
         cwd=tmp_path if how == "script" else ROOT,
         capture_output=True,
         text=True,
@@ -111,10 +138,11 @@ def answer_briefly(messages: list[ChatMessage]) -> Turn:
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
-def test_example_runs_against_an_openai_compatible_endpoint(name: str) -> None:
+def test_example_runs_against_an_openai_compatible_endpoint(name: str, forked: str) -> None:
     with endpoint_in_thread(answer_briefly) as server:
         env = offline_env() | {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key"}
-        done = subprocess.run(command(name, "script"), env=env, capture_output=True, timeout=60)
+        argv = command(forked, name, "script")
+        done = subprocess.run(argv, env=env, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     assert EXPECTED[name] in done.stdout.decode()
     uses_a_model = "provider_for" in (EXAMPLES / name).read_text()
@@ -122,11 +150,11 @@ def test_example_runs_against_an_openai_compatible_endpoint(name: str) -> None:
 
 
 def test_an_example_runs_on_a_local_server_with_a_base_url_alone() -> None:
+    # In a fresh interpreter, as a user starts it.
     with endpoint_in_thread(answer_briefly) as server:
         env = offline_env() | {"OPENAI_BASE_URL": server.base_url}
-        done = subprocess.run(
-            command("group_chat.py", "script"), env=env, capture_output=True, timeout=60
-        )
+        argv = [sys.executable, str(EXAMPLES / "group_chat.py")]
+        done = subprocess.run(argv, env=env, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     assert EXPECTED["group_chat.py"] in done.stdout.decode()
     assert server.requests and all(
