@@ -1,10 +1,13 @@
-"""Run the `raf` script of this environment in a subprocess, offline."""
+"""Run the `raf` script of this environment in a subprocess, offline: in a fresh interpreter
+(`raf`), or forked from one that imported raf already (the `raf` fixture, tests/cli/conftest.py,
+through `tests.forkserver`: the same script, ~0.5 CPU-s less a command)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,13 +31,16 @@ class Done:
     err: str
 
 
-def raf(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> Done:
-    """`raf ARGS...` run to the end (offline, with `env` added to the environment).
+def raf(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, via: list[str] | None = None
+) -> Done:
+    """`raf ARGS...` run to the end (offline, with `env` added to the environment); `via`,
+    the argv that runs the script (`tests.forkserver.script`), else a fresh interpreter.
 
     Synchronous: the command is the whole test, and a test that only runs commands has no
     event loop of its own to run on asyncio and on trio."""
     result = subprocess.run(
-        [RAF, *args],
+        [*(via or [RAF]), *args],
         cwd=cwd,
         env=offline_env() | (env or {}),
         capture_output=True,
@@ -42,3 +48,7 @@ def raf(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> Done
         check=False,
     )
     return Done(result.returncode, result.stdout.decode(), result.stderr.decode())
+
+
+RafCommand = Callable[..., Done]
+"""`raf` with its `via` given: what the `raf` fixture is."""

@@ -11,7 +11,7 @@ from raf.cli.demo import run_demo
 from raf.messages import ChatMessage
 from raf.providers.openai import LOCAL_API_KEY
 from raf.testing import Quirks, ScriptedOpenAIServer, Turn, error, text, tool_calls
-from tests.cli.support import raf
+from tests.cli.support import RafCommand
 from tests.helpers import endpoint_in_thread
 
 TOOLS = {  # how each tool-using agent's instructions begin, and its tool
@@ -68,7 +68,7 @@ async def test_demo_agents_call_their_tools_on_a_local_server(
     assert all(r.body["messages"][-1]["role"] != "assistant" for r in server.requests)
 
 
-def test_raf_demo_runs_on_a_local_server_with_a_base_url_alone() -> None:
+def test_raf_demo_runs_on_a_local_server_with_a_base_url_alone(raf: RafCommand) -> None:
     # `OPENAI_BASE_URL=... raf demo`, as docs/local-models.md says: no key set at all.
     with endpoint_in_thread(endpoint) as server:
         base_url = server.base_url
@@ -82,7 +82,7 @@ def test_raf_demo_runs_on_a_local_server_with_a_base_url_alone() -> None:
     assert {r.body["model"] for r in server.requests} == {"local-model"}
 
 
-def test_raf_demo_on_a_dead_endpoint_says_so_in_one_line_and_exits_2() -> None:
+def test_raf_demo_on_a_dead_endpoint_says_so_in_one_line_and_exits_2(raf: RafCommand) -> None:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -94,7 +94,7 @@ def test_raf_demo_on_a_dead_endpoint_says_so_in_one_line_and_exits_2() -> None:
     assert "Traceback" not in done.out + done.err
 
 
-def test_raf_demo_with_a_refused_key_exits_2_in_one_line() -> None:
+def test_raf_demo_with_a_refused_key_exits_2_in_one_line(raf: RafCommand) -> None:
     with endpoint_in_thread(lambda m: error(status=401)) as server:
         env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "wrong"}
         done = raf("demo", env=env)

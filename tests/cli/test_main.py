@@ -14,11 +14,14 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 import raf as raf_package
 from raf.cli.main import main
-from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env, raf
+from tests.cli.support import RAF, ROOT, TIMEOUT, RafCommand, offline_env
+from tests.cli.support import raf as fresh_raf
 from tests.cli.targets import STARTED
 
 
 def test_help_and_version() -> None:
+    # In a fresh interpreter, as a user starts it (the other tests fork theirs).
+    raf = fresh_raf
     done = raf("--help")
     assert done.status == 0
     for command in ("demo", "run", "tree", "graph", "acp"):
@@ -29,14 +32,14 @@ def test_help_and_version() -> None:
     assert version.out == f"raf {metadata.version('raf')}\n" == f"raf {raf_package.__version__}\n"
 
 
-def test_raf_alone_prints_the_help_and_exits_2() -> None:
+def test_raf_alone_prints_the_help_and_exits_2(raf: RafCommand) -> None:
     done = raf()
     assert done.status == 2 and done.out == ""
     assert done.err.startswith("usage: raf [-h] [--version] COMMAND ...")
     assert all(command in done.err for command in ("demo", "run", "tree", "graph", "acp"))
 
 
-def test_demo_help_says_what_it_does_offline_and_what_it_reads() -> None:
+def test_demo_help_says_what_it_does_offline_and_what_it_reads(raf: RafCommand) -> None:
     done = raf("demo", "--help")
     assert done.status == 0
     said = " ".join(done.out.split())
@@ -45,13 +48,13 @@ def test_demo_help_says_what_it_does_offline_and_what_it_reads() -> None:
         assert variable in said
 
 
-def test_the_scripted_demo_plans_for_the_city_in_the_prompt() -> None:
+def test_the_scripted_demo_plans_for_the_city_in_the_prompt(raf: RafCommand) -> None:
     done = raf("demo", "A weekend in Porto")
     assert done.status == 0, done.err
     assert '"city":"Porto"' in done.out and "Lisbon" not in done.out
 
 
-def test_demo_streams_the_nested_tree_and_answers() -> None:
+def test_demo_streams_the_nested_tree_and_answers(raf: RafCommand) -> None:
     done = raf("demo")
     assert done.status == 0, done.err
     for agent_id in ("trip", "itinerary", "researcher", "planner", "logistics", "packer"):
@@ -62,7 +65,7 @@ def test_demo_streams_the_nested_tree_and_answers() -> None:
     assert "model: scripted, offline" in done.out
 
 
-def test_tree_as_json_and_drawn() -> None:
+def test_tree_as_json_and_drawn(raf: RafCommand) -> None:
     done = raf("tree", "examples.registry:build_newsroom", "--json")
     tree = json.loads(done.out)
     assert tree["id"] == "newsroom" and tree["kind"] == "concurrent"
@@ -71,14 +74,16 @@ def test_tree_as_json_and_drawn() -> None:
     assert "newsroom (concurrent)" in drawn.out and "polish (function)" in drawn.out
 
 
-def test_graph_renders_a_workflow_as_mermaid_and_dot() -> None:
+def test_graph_renders_a_workflow_as_mermaid_and_dot(raf: RafCommand) -> None:
     for fmt, marker in (("mermaid", "flowchart"), ("dot", "digraph")):
         done = raf("graph", "examples.registry:build_newsroom", "--format", fmt)
         assert done.status == 0
         assert marker in done.out and "dispatcher" in done.out and "aggregator" in done.out
 
 
-def test_a_bad_target_or_a_factory_needing_arguments_is_one_line_and_status_2() -> None:
+def test_a_bad_target_or_a_factory_needing_arguments_is_one_line_and_status_2(
+    raf: RafCommand,
+) -> None:
     for args, says in (
         (("run", "examples.registry:nope", "hi"), "has no attribute 'nope'; it has build_newsroom"),
         (("run", "tests.cli.targets:needs_args", "hi"), "needs arguments (name); raf calls"),

@@ -8,12 +8,12 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from raf.updates import AgentUpdate, RequestInfoUpdate, ToolCalled
-from tests.cli.support import raf
+from tests.cli.support import RafCommand
 
 UPDATES = TypeAdapter[AgentUpdate](AgentUpdate)
 
 
-def test_the_answer_follows_the_tree_one_line_per_agent() -> None:
+def test_the_answer_follows_the_tree_one_line_per_agent(raf: RafCommand) -> None:
     done = raf("run", "tests.cli.targets:pair", "hi")
     assert done.status == 0, done.err
     tree, answer = done.out.split("first: one\n")
@@ -21,7 +21,9 @@ def test_the_answer_follows_the_tree_one_line_per_agent() -> None:
     assert answer == "second: two\n"
 
 
-def test_an_output_schema_agent_answers_with_its_value_not_its_corrected_text() -> None:
+def test_an_output_schema_agent_answers_with_its_value_not_its_corrected_text(
+    raf: RafCommand,
+) -> None:
     done = raf("run", "tests.cli.targets:structured", "hi")
     assert done.status == 0, done.err
     answer = done.out[done.out.rindex("{") :]
@@ -29,7 +31,7 @@ def test_an_output_schema_agent_answers_with_its_value_not_its_corrected_text() 
     assert "a plain answer" not in done.out.split("└──")[-1].split("\n", 1)[1]
 
 
-def test_json_prints_every_update_as_a_json_line() -> None:
+def test_json_prints_every_update_as_a_json_line(raf: RafCommand) -> None:
     done = raf("run", "tests.cli.targets:tools_and_thoughts", "hi", "--json")
     assert done.status == 0, done.err
     updates = [UPDATES.validate_json(line) for line in done.out.splitlines()]
@@ -42,7 +44,7 @@ def test_json_prints_every_update_as_a_json_line() -> None:
     assert "".join(u.text for u in updates if u.type == "text_delta") == "It said HELLO."
 
 
-def test_a_session_file_continues_the_conversation(tmp_path: Path) -> None:
+def test_a_session_file_continues_the_conversation(tmp_path: Path, raf: RafCommand) -> None:
     session = tmp_path / "chat.json"
     first = raf("run", "tests.cli.targets:counter", "hi", "--session", str(session))
     assert first.out.endswith("\n1 user messages\n")
@@ -54,6 +56,7 @@ def test_a_session_file_continues_the_conversation(tmp_path: Path) -> None:
 
 def test_the_next_prompt_answers_a_waiting_run_kept_in_the_session_file(
     tmp_path: Path,
+    raf: RafCommand,
 ) -> None:
     session = tmp_path / "review.json"
     asked = raf("run", "tests.cli.targets:approval", "cats", "--session", str(session))
@@ -69,6 +72,7 @@ def test_the_next_prompt_answers_a_waiting_run_kept_in_the_session_file(
 
 def test_json_mode_keeps_stdout_for_updates_and_says_how_to_answer_on_stderr(
     tmp_path: Path,
+    raf: RafCommand,
 ) -> None:
     session = tmp_path / "review.json"
     done = raf("run", "tests.cli.targets:approval", "cats", "--json", "--session", str(session))
@@ -79,7 +83,7 @@ def test_json_mode_keeps_stdout_for_updates_and_says_how_to_answer_on_stderr(
     assert "answer with: raf run tests.cli.targets:approval" in done.err
 
 
-def test_a_failed_run_exits_1_with_its_error_and_path_on_stderr_unwrapped() -> None:
+def test_a_failed_run_exits_1_with_its_error_and_path_on_stderr_unwrapped(raf: RafCommand) -> None:
     done = raf("run", "tests.cli.targets:failing", "hi", env={"COLUMNS": "60"})
     assert done.status == 1
     [said] = [line for line in done.err.splitlines() if line.strip()]

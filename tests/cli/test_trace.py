@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from tests.cli.support import raf
+from tests.cli.support import RafCommand
 
 
-def test_trace_prints_the_span_tree_after_the_answer() -> None:
+def test_trace_prints_the_span_tree_after_the_answer(raf: RafCommand) -> None:
     done = raf("run", "tests.cli.targets:tools_and_thoughts", "hi", "--trace")
     assert done.status == 0, done.err
     answer, tree = done.out.split("trace\n")
@@ -22,7 +22,7 @@ def test_trace_prints_the_span_tree_after_the_answer() -> None:
     assert "finish tool_calls" in lines[1] and "tokens 4 in, 5 out" in lines[1]
 
 
-def test_with_json_the_tree_goes_to_stderr() -> None:
+def test_with_json_the_tree_goes_to_stderr(raf: RafCommand) -> None:
     done = raf("run", "tests.cli.targets:pair", "hi", "--json", "--trace")
     assert done.status == 0, done.err
     for line in done.out.splitlines():
