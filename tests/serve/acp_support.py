@@ -5,11 +5,18 @@ The SDK runs on asyncio only, and so does `raf acp`. A test whose subject is the
 start, its exit, a store two processes share) starts its own and drives it on an asyncio loop
 of its own (`on_asyncio`). The others only need a session on a server of their target: they
 share one `raf acp TARGET` process per module (`SharedServers`), each opening a new session on
-its connection. A `raf acp` start costs ~1 CPU-s (most of it the SDK's import).
+its connection.
+
+Each `raf acp` process is forked from a fork server that made its imports already
+(`acp_command`, `tests.forkserver`): started fresh, one costs ~1.1 CPU-s (0.8 of it the SDK's
+import), forked a few ms. It is still a process of its own on the pipes the SDK's client
+spawned it with, and it ends as the `raf` script would (`python -m raf.cli` runs the script's
+entry, `raf.cli.main:entry`). tests/serve/test_serve_command.py checks the installed script.
 """
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -31,7 +38,44 @@ from acp.schema import (
 )
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env
+from tests.cli.support import ROOT, TIMEOUT, offline_env
+from tests.forkserver import ForkServers, command
+
+PRELOAD = (
+    "raf.cli.main",
+    "raf.serve.acp.server",
+    "raf.stores.sqlite",
+    "raf.tools.journal",
+    "tests.cli.targets",
+    "anyio._core._sockets",
+    "anyio.streams.memory",
+    "anyio.streams.stapled",
+    "email.parser",
+    "queue",
+)
+"""What the fork server of `raf acp` imports: what the command imports before it serves, and
+what it imports lazily once serving (the SQLite store, the tool journal, anyio's streams).
+None of it starts a thread or an event loop, which would make forking unsafe."""
+
+
+@pytest.fixture(scope="session")
+def acp_command(forkservers: ForkServers) -> list[str]:
+    """The argv of `raf acp` (add its arguments), forked from the worker's fork server."""
+    return [*command(forkservers.get(*PRELOAD), "raf.cli"), "acp"]
+
+
+def run_acp(acp: list[str], *args: str, sent: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """`raf acp ARGS...` (`acp` from `acp_command`) run to the end offline, with `sent` on
+    its stdin."""
+    return subprocess.run(
+        [*acp, *args],
+        input=sent,
+        capture_output=True,
+        cwd=ROOT,
+        env=offline_env(),
+        timeout=TIMEOUT,
+        check=False,
+    )
 
 
 @dataclass
@@ -113,13 +157,13 @@ def on_asyncio(scenario: Callable[[], Awaitable[None]]) -> None:
 
 @asynccontextmanager
 async def kept(
-    target: str, client: RecordingClient, store: Path
+    acp: list[str], target: str, client: RecordingClient, store: Path
 ) -> AsyncIterator[ClientSideConnection]:
-    """`raf acp TARGET --store STORE`, initialized, with `client` connected."""
+    """`raf acp TARGET --store STORE` (`acp` from `acp_command`), initialized, with `client`
+    connected."""
     async with spawn_agent_process(
         client,
-        RAF,
-        "acp",
+        *acp,
         f"tests.cli.targets:{target}",
         "--store",
         str(store),
@@ -158,10 +202,12 @@ class _Sessions:
 
 
 @asynccontextmanager
-async def _serving(target: str, sessions: _Sessions) -> AsyncIterator[ClientSideConnection]:
-    """`raf acp TARGET` with `sessions` connected and initialized."""
+async def _serving(
+    acp: list[str], target: str, sessions: _Sessions
+) -> AsyncIterator[ClientSideConnection]:
+    """`raf acp TARGET` (`acp` from `acp_command`) with `sessions` connected and initialized."""
     async with spawn_agent_process(
-        sessions, RAF, "acp", f"tests.cli.targets:{target}", env=offline_env(), cwd=ROOT
+        sessions, *acp, f"tests.cli.targets:{target}", env=offline_env(), cwd=ROOT
     ) as (conn, _process):
         with anyio.fail_after(TIMEOUT):
             info = await conn.initialize(protocol_version=PROTOCOL_VERSION)
@@ -178,15 +224,16 @@ class SharedServers:
     whose scripted model plays its script once (`slow`, `tools_and_thoughts`) serves one
     test of a module."""
 
-    def __init__(self, portal: BlockingPortal, stack: ExitStack) -> None:
+    def __init__(self, portal: BlockingPortal, stack: ExitStack, acp: list[str]) -> None:
         self._portal = portal
         self._stack = stack
+        self._acp = acp
         self._servers: dict[str, tuple[ClientSideConnection, _Sessions]] = {}
 
     def _server(self, target: str) -> tuple[ClientSideConnection, _Sessions]:
         if target not in self._servers:
             sessions = _Sessions()
-            serving = self._portal.wrap_async_context_manager(_serving(target, sessions))
+            serving = self._portal.wrap_async_context_manager(_serving(self._acp, target, sessions))
             self._servers[target] = (self._stack.enter_context(serving), sessions)
         return self._servers[target]
 
@@ -221,7 +268,7 @@ class SharedServers:
 
 
 @pytest.fixture(scope="module")
-def acp_servers() -> Iterator[SharedServers]:
+def acp_servers(acp_command: list[str]) -> Iterator[SharedServers]:
     """The module's shared `raf acp` servers (see `SharedServers`)."""
     with start_blocking_portal(backend="asyncio") as portal, ExitStack() as stack:
-        yield SharedServers(portal, stack)
+        yield SharedServers(portal, stack, acp_command)

@@ -30,6 +30,7 @@ from tests.cli.support import ROOT
 from tests.serve.acp_support import (
     RecordingClient,
     SharedServers,
+    acp_command,
     acp_servers,
     cancel_once_running,
     kept,
@@ -37,7 +38,7 @@ from tests.serve.acp_support import (
     prompt,
 )
 
-__all__ = ["acp_servers"]
+__all__ = ["acp_command", "acp_servers"]
 
 
 def test_text_thoughts_and_tool_calls_become_session_updates(acp_servers: SharedServers) -> None:
@@ -174,13 +175,15 @@ def test_a_failed_run_answers_the_prompt_with_an_error_naming_its_path(
     acp_servers.run("failing", client, scenario)
 
 
-def test_a_kept_session_is_listed_and_loaded_by_a_new_server(tmp_path: Path) -> None:
+def test_a_kept_session_is_listed_and_loaded_by_a_new_server(
+    tmp_path: Path, acp_command: list[str]
+) -> None:
     store = tmp_path / "sessions.db"
     first, second = RecordingClient(), RecordingClient()
     found: dict[str, Any] = {}
 
     async def scenario() -> None:
-        async with kept("counter", first, store) as conn:
+        async with kept(acp_command, "counter", first, store) as conn:
             session = await conn.new_session(cwd="/work/project")
             found["id"] = session.session_id
             await prompt(conn, session.session_id, "plan the trip\nin detail")
@@ -188,7 +191,7 @@ def test_a_kept_session_is_listed_and_loaded_by_a_new_server(tmp_path: Path) -> 
             other = await conn.new_session(cwd="/elsewhere")
             await prompt(conn, other.session_id, "unrelated")
         # A new server process on the same store: what an editor restarted has.
-        async with kept("counter", second, store) as conn:
+        async with kept(acp_command, "counter", second, store) as conn:
             listed = await conn.list_sessions(cwd="/work/project")
             found["listed"] = [(s.session_id, s.title, s.cwd) for s in listed.sessions]
             found["all"] = len((await conn.list_sessions()).sessions)
@@ -214,11 +217,11 @@ def test_a_kept_session_is_listed_and_loaded_by_a_new_server(tmp_path: Path) -> 
     assert found["next"] == "3 user messages"  # the conversation went on where it was
 
 
-def test_an_unknown_session_cannot_be_loaded(tmp_path: Path) -> None:
+def test_an_unknown_session_cannot_be_loaded(tmp_path: Path, acp_command: list[str]) -> None:
     errors: list[str] = []
 
     async def scenario() -> None:
-        async with kept("counter", RecordingClient(), tmp_path / "s.db") as conn:
+        async with kept(acp_command, "counter", RecordingClient(), tmp_path / "s.db") as conn:
             with pytest.raises(RequestError) as refused:
                 await conn.load_session(cwd="/w", session_id="nope")
             errors.append(str(refused.value.data))
@@ -227,14 +230,19 @@ def test_an_unknown_session_cannot_be_loaded(tmp_path: Path) -> None:
     assert "no such session" in errors[0] and "session/list" in errors[0]
 
 
-def test_two_editors_on_one_store_never_run_one_session_at_once(tmp_path: Path) -> None:
+def test_two_editors_on_one_store_never_run_one_session_at_once(
+    tmp_path: Path, acp_command: list[str]
+) -> None:
     store = tmp_path / "sessions.db"
     first, second = RecordingClient(), RecordingClient()
     outcome: dict[str, Any] = {}
 
     async def scenario() -> None:
         first.tool_running = anyio.Event()
-        async with kept("slow", first, store) as one, kept("slow", second, store) as two:
+        async with (
+            kept(acp_command, "slow", first, store) as one,
+            kept(acp_command, "slow", second, store) as two,
+        ):
             session = await one.new_session(cwd="/w")
             session_id = session.session_id
             async with anyio.create_task_group() as tg:

@@ -24,11 +24,14 @@ from acp.schema import AgentMessageChunk
 
 from tests.serve.acp_support import (
     RecordingClient,
+    acp_command,
     cancel_once_running,
     kept,
     on_asyncio,
     prompt,
 )
+
+__all__ = ["acp_command"]
 
 
 @dataclass
@@ -80,7 +83,7 @@ async def _cancelled_on_a_locked_store(
     ],
 )
 def test_a_prompt_cancelled_on_a_locked_store_ends_and_the_next_one_runs(
-    tmp_path: Path, target: str, first_ends: set[str], next_answer: str
+    tmp_path: Path, acp_command: list[str], target: str, first_ends: set[str], next_answer: str
 ) -> None:
     store = tmp_path / "sessions.db"
     client = _AnswerWatcher()
@@ -88,7 +91,7 @@ def test_a_prompt_cancelled_on_a_locked_store_ends_and_the_next_one_runs(
 
     async def scenario() -> None:
         client.answered = client.tool_running = running = anyio.Event()
-        async with kept(target, client, store) as conn:
+        async with kept(acp_command, target, client, store) as conn:
             session_id = (await conn.new_session(cwd="/w")).session_id
             seen["first"] = await _cancelled_on_a_locked_store(conn, session_id, store, running)
             client.updates.clear()

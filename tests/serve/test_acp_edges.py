@@ -4,7 +4,6 @@ a failed turn's plan and tool calls, a bad `--store` path."""
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import Any
 
 import anyio
@@ -19,10 +18,17 @@ from acp.schema import (
 )
 
 from raf.cli.main import main
-from tests.cli.support import RAF, ROOT, TIMEOUT, offline_env, raf
-from tests.serve.acp_support import RecordingClient, SharedServers, acp_servers, prompt
+from tests.cli.support import ROOT
+from tests.serve.acp_support import (
+    RecordingClient,
+    SharedServers,
+    acp_command,
+    acp_servers,
+    prompt,
+    run_acp,
+)
 
-__all__ = ["acp_servers"]
+__all__ = ["acp_command", "acp_servers"]
 
 _INITIALIZE = {
     "jsonrpc": "2.0",
@@ -32,18 +38,12 @@ _INITIALIZE = {
 }
 
 
-def test_lines_that_are_not_a_json_object_get_errors_and_the_server_goes_on() -> None:
+def test_lines_that_are_not_a_json_object_get_errors_and_the_server_goes_on(
+    acp_command: list[str],
+) -> None:
     bad = [b"[]", b"null", b'"s"', b"42", b'[{"jsonrpc": "2.0", "id": 7}]', b"garbage{"]
     sent = b"\n".join([*bad, json.dumps(_INITIALIZE).encode()]) + b"\n"
-    done = subprocess.run(
-        [RAF, "acp", "tests.cli.targets:counter"],
-        input=sent,
-        capture_output=True,
-        cwd=ROOT,
-        env=offline_env(),
-        timeout=TIMEOUT,
-        check=False,
-    )
+    done = run_acp(acp_command, "tests.cli.targets:counter", sent=sent)
     assert done.returncode == 0, done.stderr  # the input ended: the server stops
     replies = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     codes = [r["error"]["code"] for r in replies[:-1]]
@@ -131,16 +131,15 @@ _BAD_STORES = [
 
 
 def test_a_bad_store_path_fails_at_start_in_one_line(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, acp_command: list[str]
 ) -> None:
-    # One process start, for the exit status and stderr of the `raf acp` process itself...
-    where, said = _BAD_STORES[0]
-    done = raf("acp", "tests.cli.targets:counter", "--store", where)
-    assert done.status == 2
-    [line] = done.err.splitlines()
-    assert line.startswith("raf acp: --store") and said in line
-    # ...and every bad path through the same `raf` entry point in process (each start of
-    # `raf acp` loads the ACP SDK and the target, ~1 CPU-s, before the path is looked at).
+    # The exit status and stderr of the `raf acp` process itself (forked: a few ms a start)...
+    for where, said in _BAD_STORES:
+        done = run_acp(acp_command, "tests.cli.targets:counter", "--store", where)
+        assert done.returncode == 2 and done.stdout == b""
+        [line] = done.stderr.decode().splitlines()
+        assert line.startswith("raf acp: --store") and said in line
+    # ...and of the same `raf` entry point in process.
     monkeypatch.chdir(ROOT)
     for where, said in _BAD_STORES:
         status = main(["acp", "tests.cli.targets:counter", "--store", where])
