@@ -3,9 +3,9 @@ call is in doubt. An idempotent tool runs again; any other becomes a request to 
 answer (`rerun`, `skip` with a result, `fail`) does what it says. A call that ended before the
 kill is never made again.
 
-The run lives in `tool_crash_workflow.py`, in processes forked from a server that made their imports
-already (`tests.forkserver`); each tool appends a line to a log file as its effect, which
-counts effects across the processes.
+The run lives in `tool_crash_workflow.py`, in processes forked from a server that made their
+imports already (`tests.forkserver`); each tool appends a line to a log file as its effect,
+which counts effects across the processes.
 
 The answers to the one in-doubt request start from the same stored state: the run killed in
 `send` and resumed once. It is made once per store kind and backend in this module (its checks
