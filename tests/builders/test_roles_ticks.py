@@ -4,7 +4,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from raf.adapters import AdapterBinding, ThreadContext
 from raf.builders import END, RoleEvent, RoleWorkflowBuilder, TickRunner
 from raf.errors import CheckpointError, RoleStepFailed, WorkflowError
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore, StoredEvent, new_id
+from tests.forkserver import kill, script
 
 from .roles_support import Draft, counting_binding, review_builder
 
@@ -235,11 +235,12 @@ async def test_an_invalid_start_content_is_a_checkpoint_error_naming_the_event()
     assert "is not the input messages" in str(cause)
 
 
-async def _tick_and_kill(path: Path, moment: str) -> None:
-    """Run a tick in a child process and SIGKILL it at `moment` of its write."""
+async def _tick_and_kill(server: str, path: Path, moment: str) -> None:
+    """Run a tick in a child process forked from `server` and SIGKILL it at `moment` of its
+    write (the requester ends once the child is gone)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = await anyio.open_process(
-        [sys.executable, str(CRASH), str(path), moment], env=env, stderr=subprocess.STDOUT
+        [*script(server, CRASH), str(path), moment], env=env, stderr=subprocess.STDOUT
     )
     async with process:
         assert process.stdout is not None
@@ -248,19 +249,19 @@ async def _tick_and_kill(path: Path, moment: str) -> None:
             while b"READY" not in seen:
                 chunk = await process.stdout.receive()
                 seen += chunk
-            process.send_signal(signal.SIGKILL)
+            kill(process)
             assert await process.wait() == -signal.SIGKILL
 
 
 @pytest.mark.parametrize("moment", ["content-written", "event-written"])
 async def test_a_tick_killed_mid_write_leaves_a_log_whose_next_tick_runs_each_step_once(
-    tmp_path: Path, moment: str
+    forkserver: str, tmp_path: Path, moment: str
 ) -> None:
     path = tmp_path / "log.db"
     binding, adapter = counting_binding()
     async with SqliteCheckpointStore(path) as store:
         await review_builder().build_tick_runner(binding, store).start("t", "Write.")
-    await _tick_and_kill(path, moment)
+    await _tick_and_kill(forkserver, path, moment)
 
     async with SqliteCheckpointStore(path) as store:
         kinds = [e.kind for e in await store.events(key="t")]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import anyio
 
 from raf.stores import PostgresCheckpointStore, SqliteCheckpointStore
 from tests.builders.roles_support import counting_binding, review_builder
+from tests.forkserver import script
 from tests.stores.conftest import postgres_dsn, postgres_schema
 
 __all__ = ["postgres_dsn", "postgres_schema"]
@@ -24,12 +24,13 @@ TOPICS = 8
 Store = SqliteCheckpointStore | PostgresCheckpointStore
 
 
-def _race(where: str, plays: Path) -> str:
-    """Two runner processes, started together, until every thread has ended."""
+def _race(server: str, where: str, plays: Path) -> str:
+    """Two runner processes, forked from `server`, started together, until every thread has
+    ended."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     processes = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), where, str(plays), str(TOPICS), backend],
+            [*script(server, WORKER), where, str(plays), str(TOPICS), backend],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -83,19 +84,21 @@ async def _kinds(store: Store) -> dict[str, list[str]]:
     return kinds
 
 
-def test_two_runner_processes_on_sqlite_never_play_a_step_twice(tmp_path: Path) -> None:
+def test_two_runner_processes_on_sqlite_never_play_a_step_twice(
+    forkserver: str, tmp_path: Path
+) -> None:
     path = tmp_path / "log.db"
     anyio.run(_open_threads, SqliteCheckpointStore(path))
-    output = _race(str(path), tmp_path / "plays")
+    output = _race(forkserver, str(path), tmp_path / "plays")
     _check(tmp_path / "plays", anyio.run(_kinds, SqliteCheckpointStore(path)), output)
 
 
 def test_two_runner_processes_on_postgres_never_play_a_step_twice(
-    tmp_path: Path, postgres_dsn: str, postgres_schema: str
+    forkserver: str, tmp_path: Path, postgres_dsn: str, postgres_schema: str
 ) -> None:
     def store() -> PostgresCheckpointStore:
         return PostgresCheckpointStore(postgres_dsn, schema=postgres_schema)
 
     anyio.run(_open_threads, store())
-    output = _race(f"{postgres_dsn}#{postgres_schema}", tmp_path / "plays")
+    output = _race(forkserver, f"{postgres_dsn}#{postgres_schema}", tmp_path / "plays")
     _check(tmp_path / "plays", anyio.run(_kinds, store()), output)

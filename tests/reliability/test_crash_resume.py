@@ -6,7 +6,8 @@ point`) and blocks there, so the kill lands exactly at it: inside a superstep (a
 of a nested agent), during a checkpoint write (before it commits), while a tool runs, and
 while waiting on a human. Every model and tool call appends a line to a log file once it has
 done its work, which counts side effects across both processes. A tool call that ended before
-the kill is not made again: the re-run superstep takes its recorded result.
+the kill is not made again: the re-run superstep takes its recorded result. The children are
+forked from a server that made their imports already (`tests.forkserver`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.forkserver import command, kill
 from tests.reliability.processes import read_line
 
 pytestmark = pytest.mark.anyio
@@ -41,23 +42,24 @@ EFFECTS = [
 
 
 async def run_child(
-    store: str, point: str, tmp: Path, backend: str, *, kill: bool
+    server: str, store: str, point: str, tmp: Path, backend: str, *, killed: bool
 ) -> subprocess.CompletedProcess[bytes] | None:
-    """Run the child at `point`; with `kill`, SIGKILL it once it announced the point."""
-    command = [sys.executable, "-m", "tests.reliability.crash_workflow", store, point]
-    command += [str(tmp / "effects.log"), str(tmp / "out.json"), backend]
+    """Run the child at `point`, forked from `server`; with `killed`, SIGKILL it once it
+    announced the point (the requester ends once the child is gone)."""
+    argv = [*command(server, "tests.reliability.crash_workflow"), store, point]
+    argv += [str(tmp / "effects.log"), str(tmp / "out.json"), backend]
     with anyio.fail_after(30):
-        if not kill:
-            done = await anyio.run_process(command, cwd=ROOT, check=False)
+        if not killed:
+            done = await anyio.run_process(argv, cwd=ROOT, check=False)
             assert done.returncode == 0, done.stderr.decode()
             return done
         process = await anyio.open_process(
-            command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            argv, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         async with process:
             line = await read_line(process)
             assert line == f"AT {point}", line
-            process.send_signal(signal.SIGKILL)
+            kill(process)
             assert await process.wait() == -signal.SIGKILL
     return None
 
@@ -103,15 +105,18 @@ KILLS: dict[str, tuple[list[str], list[str]]] = {
 may have too), and exactly those of the resumed process."""
 
 
-async def check_kill_and_resume(store: str, point: str, tmp: Path, backend: str) -> None:
-    await run_child(store, point, tmp, backend, kill=True)
+async def check_kill_and_resume(
+    server: str, store: str, point: str, tmp: Path, backend: str
+) -> None:
+    await run_child(server, store, point, tmp, backend, killed=True)
     required, after = KILLS[point]
     before = effects(tmp)
     assert set(required) <= set(before) <= set(EFFECTS)
     assert len(before) == len(set(before))
     # The waiting run is answered by the next run() on the session saved as JSON; any other
     # is resumed from the latest checkpoint, then answered on the same session.
-    await run_child(store, "answer" if point == "human" else "resume", tmp, backend, kill=False)
+    resume = "answer" if point == "human" else "resume"
+    await run_child(server, store, resume, tmp, backend, killed=False)
     resumed = Counter(effects(tmp)[len(before) :])
     if "tool:search" in before and "tool:search" in after:
         # The search did its work before the kill: the re-run superstep takes its recorded
@@ -127,23 +132,30 @@ async def check_kill_and_resume(store: str, point: str, tmp: Path, backend: str)
 
 
 async def test_an_uninterrupted_run_makes_each_effect_once(
-    tmp_path: Path, anyio_backend: str
+    forkserver: str, tmp_path: Path, anyio_backend: str
 ) -> None:
-    await run_child(f"sqlite:{tmp_path / 'runs.db'}", "none", tmp_path, anyio_backend, kill=False)
+    store = f"sqlite:{tmp_path / 'runs.db'}"
+    await run_child(forkserver, store, "none", tmp_path, anyio_backend, killed=False)
     assert Counter(effects(tmp_path)) == Counter(EFFECTS)
     assert outcome(tmp_path)["history"] == UNINTERRUPTED_HISTORY
 
 
 @pytest.mark.parametrize("point", list(KILLS))
 async def test_a_run_killed_on_sqlite_resumes_in_a_new_process(
-    point: str, tmp_path: Path, anyio_backend: str
+    forkserver: str, point: str, tmp_path: Path, anyio_backend: str
 ) -> None:
-    await check_kill_and_resume(f"sqlite:{tmp_path / 'runs.db'}", point, tmp_path, anyio_backend)
+    store = f"sqlite:{tmp_path / 'runs.db'}"
+    await check_kill_and_resume(forkserver, store, point, tmp_path, anyio_backend)
 
 
 @pytest.mark.parametrize("point", list(KILLS))
 async def test_a_run_killed_on_postgres_resumes_in_a_new_process(
-    point: str, tmp_path: Path, anyio_backend: str, postgres_dsn: str, postgres_schema: str
+    forkserver: str,
+    point: str,
+    tmp_path: Path,
+    anyio_backend: str,
+    postgres_dsn: str,
+    postgres_schema: str,
 ) -> None:
     store = f"postgres:{postgres_dsn}#{postgres_schema}"
-    await check_kill_and_resume(store, point, tmp_path, anyio_backend)
+    await check_kill_and_resume(forkserver, store, point, tmp_path, anyio_backend)

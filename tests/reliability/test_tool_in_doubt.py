@@ -3,8 +3,9 @@ call is in doubt. An idempotent tool runs again; any other becomes a request to 
 answer (`rerun`, `skip` with a result, `fail`) does what it says. A call that ended before the
 kill is never made again.
 
-The run lives in `tool_crash_workflow.py`; each tool appends a line to a log file as its
-effect, which counts effects across the processes.
+The run lives in `tool_crash_workflow.py`, in processes forked from a server that made their
+imports already (`tests.forkserver`); each tool appends a line to a log file as its effect,
+which counts effects across the processes.
 
 The answers to the one in-doubt request start from the same stored state: the run killed in
 `send` and resumed once. It is made once per store kind and backend in this module (its checks
@@ -18,7 +19,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.forkserver import command, kill
 from tests.reliability.processes import read_line
 
 pytestmark = pytest.mark.anyio
@@ -39,21 +40,24 @@ REQUEST_ID = "mailer/mailer[mailer@1#0]#1:send.in-doubt"
 
 
 class Child:
-    """Runs `tool_crash_workflow` in new processes against one store."""
+    """Runs `tool_crash_workflow` in new processes, forked from `server`, against one
+    store."""
 
-    def __init__(self, store: str, tool: str, tmp: Path, backend: str) -> None:
+    def __init__(self, server: str, store: str, tool: str, tmp: Path, backend: str) -> None:
+        self.server = server
         self.store = store
         self.tool = tool
         self.tmp = tmp
         self.backend = backend
 
     def command(self, mode: str, answer: str = "") -> list[str]:
-        command = [sys.executable, "-m", "tests.reliability.tool_crash_workflow", self.store]
-        command += [mode, self.tool, str(self.tmp / "effects.log"), str(self.tmp / "out.json")]
-        return [*command, self.backend, *([answer] if answer else [])]
+        argv = [*command(self.server, "tests.reliability.tool_crash_workflow"), self.store]
+        argv += [mode, self.tool, str(self.tmp / "effects.log"), str(self.tmp / "out.json")]
+        return [*argv, self.backend, *([answer] if answer else [])]
 
     async def kill_in_tool(self) -> None:
-        """Start the run and SIGKILL it inside the tool call, after its effect."""
+        """Start the run and SIGKILL it inside the tool call, after its effect (the requester
+        ends once the child is gone)."""
         with anyio.fail_after(30):
             process = await anyio.open_process(
                 self.command("start"), cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE
@@ -61,7 +65,7 @@ class Child:
             async with process:
                 line = await read_line(process)
                 assert line == "AT tool", line
-                process.send_signal(signal.SIGKILL)
+                kill(process)
                 assert await process.wait() == -signal.SIGKILL
 
     async def resume(self, answer: Any = None) -> dict[str, Any]:
@@ -88,9 +92,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"postgres:{dsn}#{schema}"
 
 
-async def make_in_doubt(store: str, tmp: Path, backend: str) -> None:
+async def make_in_doubt(server: str, store: str, tmp: Path, backend: str) -> None:
     """A run killed inside `send`, resumed once: it waits on the in-doubt request."""
-    child = Child(store, "send", tmp, backend)
+    child = Child(server, store, "send", tmp, backend)
     await child.kill_in_tool()
     assert child.effects() == ["note", "send"]
     waiting = await child.resume()
@@ -135,7 +139,8 @@ def copy_schema(dsn: str, source: str, target: str) -> None:
 class InDoubtStates:
     """The in-doubt state per store kind and backend, each made once, copied for each test."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, server: str, root: Path) -> None:
+        self.server = server
         self.root = root
         self.made: dict[tuple[str, str], tuple[str, Path]] = {}
         """(store kind, backend) -> the store spec of the untouched state and its directory
@@ -154,7 +159,7 @@ class InDoubtStates:
                 dsn, schema = where.partition("#")[0], f"raf_test_{uuid.uuid4().hex}"
                 self.schemas.append((dsn, schema))
                 pristine = f"postgres:{dsn}#{schema}"
-            await make_in_doubt(pristine, directory, backend)
+            await make_in_doubt(self.server, pristine, directory, backend)
             self.made[kind, backend] = pristine, directory
         pristine, directory = self.made[kind, backend]
         shutil.copy(directory / "effects.log", tmp / "effects.log")
@@ -165,7 +170,7 @@ class InDoubtStates:
         else:
             dsn, _, schema = where.partition("#")
             copy_schema(dsn, pristine.partition("#")[2], schema)
-        return Child(store, "send", tmp, backend)
+        return Child(self.server, store, "send", tmp, backend)
 
     def drop_schemas(self) -> None:
         if not self.schemas:
@@ -181,8 +186,10 @@ class InDoubtStates:
 
 
 @pytest.fixture(scope="module")
-def in_doubt_states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InDoubtStates]:
-    states = InDoubtStates(tmp_path_factory.mktemp("in-doubt"))
+def in_doubt_states(
+    forkserver: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[InDoubtStates]:
+    states = InDoubtStates(forkserver, tmp_path_factory.mktemp("in-doubt"))
     yield states
     states.drop_schemas()
 
@@ -233,9 +240,9 @@ async def test_an_unclear_answer_asks_again(
 
 
 async def test_an_idempotent_call_in_doubt_runs_again_without_asking(
-    store: str, tmp_path: Path, anyio_backend: str
+    forkserver: str, store: str, tmp_path: Path, anyio_backend: str
 ) -> None:
-    child = Child(store, "fetch", tmp_path, anyio_backend)
+    child = Child(forkserver, store, "fetch", tmp_path, anyio_backend)
     await child.kill_in_tool()
     done = await child.resume()
     assert done["status"] == "completed", done

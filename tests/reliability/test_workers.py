@@ -4,14 +4,14 @@ Each worker is a real process (`session_worker.py`) running a turn on the same s
 shared SQLite file or PostgreSQL schema. While one holds the session, another's run gets
 `SessionBusy`, or with `on_busy="wait"` runs only after the first one's turn ended; a worker
 killed with SIGKILL lets the session go. The order of turns is read from a log the workers
-append to, never from timing.
+append to, never from timing. The workers are forked from a server that made their imports
+already (`tests.forkserver`).
 """
 
 from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,6 +21,7 @@ import pytest
 from anyio.abc import Process
 
 from raf import FunctionAgent, RunOptions, Session, SessionBusy
+from tests.forkserver import command, kill
 from tests.reliability.processes import open_store, read_line
 
 pytestmark = pytest.mark.anyio
@@ -38,15 +39,16 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"postgres:{dsn}#{schema}"
 
 
-def command(spec: str, name: str, mode: str, log: Path, backend: str) -> list[str]:
-    module = "tests.reliability.session_worker"
-    return [sys.executable, "-m", module, spec, SESSION, name, mode, str(log), backend]
+def worker(server: str, spec: str, name: str, mode: str, log: Path, backend: str) -> list[str]:
+    """The command of a worker forked from `server`."""
+    module = command(server, "tests.reliability.session_worker")
+    return [*module, spec, SESSION, name, mode, str(log), backend]
 
 
-async def start(spec: str, name: str, mode: str, log: Path, backend: str) -> Process:
+async def start(server: str, spec: str, name: str, mode: str, log: Path, backend: str) -> Process:
     """A worker process, its stdin and stdout piped."""
     return await anyio.open_process(
-        command(spec, name, mode, log, backend),
+        worker(server, spec, name, mode, log, backend),
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -54,9 +56,9 @@ async def start(spec: str, name: str, mode: str, log: Path, backend: str) -> Pro
 
 
 @asynccontextmanager
-async def holding(spec: str, log: Path, backend: str) -> AsyncIterator[Process]:
+async def holding(server: str, spec: str, log: Path, backend: str) -> AsyncIterator[Process]:
     """A worker that holds the session until a line is written to its stdin."""
-    async with await start(spec, "A", "hold", log, backend) as process:
+    async with await start(server, spec, "A", "hold", log, backend) as process:
         assert await read_line(process) == "HOLDING"
         yield process
 
@@ -66,13 +68,15 @@ def turns(log: Path) -> list[str]:
 
 
 async def test_a_second_worker_is_refused_or_queued_while_the_first_holds_the_session(
-    store_spec: str, tmp_path: Path, anyio_backend: str
+    forkserver: str, store_spec: str, tmp_path: Path, anyio_backend: str
 ) -> None:
     log = tmp_path / "turns.log"
     with anyio.fail_after(60):
-        async with holding(store_spec, log, anyio_backend) as first:
+        async with holding(forkserver, store_spec, log, anyio_backend) as first:
             refused = await anyio.run_process(
-                command(store_spec, "B", "reject", log, anyio_backend), cwd=ROOT, check=False
+                worker(forkserver, store_spec, "B", "reject", log, anyio_backend),
+                cwd=ROOT,
+                check=False,
             )
             assert refused.returncode == 3, refused.stderr.decode()
             assert refused.stdout.decode().split() == ["BUSY", SESSION]
@@ -81,7 +85,9 @@ async def test_a_second_worker_is_refused_or_queued_while_the_first_holds_the_se
                 agent = FunctionAgent("worker", lambda messages: "never")
                 with pytest.raises(SessionBusy):
                     await agent.run("x", Session(id=SESSION, store=store)).collect()
-            async with await start(store_spec, "C", "wait", log, anyio_backend) as queued:
+            async with await start(
+                forkserver, store_spec, "C", "wait", log, anyio_backend
+            ) as queued:
                 assert await read_line(queued) == "ASKING"
                 assert first.stdin is not None
                 await first.stdin.send(b"go\n")
@@ -93,18 +99,18 @@ async def test_a_second_worker_is_refused_or_queued_while_the_first_holds_the_se
 
 
 async def test_a_killed_worker_lets_the_session_go(
-    store_spec: str, tmp_path: Path, anyio_backend: str
+    forkserver: str, store_spec: str, tmp_path: Path, anyio_backend: str
 ) -> None:
     log = tmp_path / "turns.log"
     with anyio.fail_after(60):
         async with (
-            holding(store_spec, log, anyio_backend) as first,
+            holding(forkserver, store_spec, log, anyio_backend) as first,
             open_store(store_spec) as store,
         ):
             agent = FunctionAgent("worker", lambda messages: "mine")
             with pytest.raises(SessionBusy):
                 await agent.run("x", Session(id=SESSION, store=store)).collect()
-            first.send_signal(signal.SIGKILL)
+            kill(first)  # its requester ends once the worker is gone
             assert await first.wait() == -signal.SIGKILL
             # The lock goes with the process (PostgreSQL ends its connection's backend as
             # soon as it sees the connection close): a waiting run gets the session.
