@@ -25,7 +25,7 @@ sys.exit(int(sys.argv[1]) if sys.argv[1:2] != ["wait"] else 0)
 
 @pytest.fixture(scope="module")
 def server(forkservers: ForkServers) -> str:
-    return forkservers.get("json")
+    return forkservers.get("json.tool")
 
 
 def gone_within(pid: int, seconds: float) -> bool:
@@ -79,6 +79,13 @@ def test_a_module_runs_with_the_working_directory_first_on_its_path(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split(" ", 1)[1] == f"['0'] {tmp_path} None {tmp_path}\n"
+
+
+def test_a_preloaded_module_runs_as_its_main_without_a_word(server: str) -> None:
+    done = subprocess.run(
+        command(server, "json.tool"), input='{"a": 1}', capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, '{\n    "a": 1\n}\n', "")
 
 
 def test_an_exception_is_printed_and_exits_1(server: str, tmp_path: Path) -> None:
