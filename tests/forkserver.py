@@ -159,7 +159,7 @@ def run(asked: dict[str, Any]) -> int:
         if "module" in asked:
             sys.path[0] = os.getcwd()
             sys.argv = [asked["module"], *asked["args"]]
-            sys.modules.pop(asked["module"], None)  # preloaded: runpy would warn it runs again  # preloaded: runpy would warn it runs again
+            sys.modules.pop(asked["module"], None)  # preloaded: runpy would warn it runs again
             runpy.run_module(asked["module"], run_name="__main__", alter_sys=True)
         else:
             sys.path[0] = os.path.dirname(os.path.realpath(asked["path"]))
