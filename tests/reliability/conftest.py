@@ -13,9 +13,8 @@ __all__ = ["forkserver", "postgres_dsn", "postgres_schema"]
 # What the fork server imports: what the children (`crash_workflow`, `tool_crash_workflow`,
 # `session_worker`) import, including what `raf` imports lazily, and what they import later
 # (the event loops, the stores' drivers): ~0.4 CPU-s a child otherwise. Not the children
-# themselves: each runs as `__main__`, its own code anew, and `runpy` warns on stderr of a
-# module it runs that was imported already. trio and psycopg only where installed (the tests
-# needing them skip otherwise).
+# themselves: each runs as `__main__`, its own code anew. trio and psycopg only where
+# installed (the tests needing them skip otherwise).
 PRELOAD = [
     "tests.reliability.processes",
     "raf",
