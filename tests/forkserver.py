@@ -2,14 +2,14 @@
 DBOS, the ACP SDK: 0.3 to 3 CPU-s a process), each still a process of its own.
 
     python -m tests.forkserver serve SOCKET MODULE...
-    python -I -S tests/forkserver.py SOCKET -m MODULE ARG...
-    python -I -S tests/forkserver.py SOCKET PATH ARG...
+    python -I -S tests/forkrequest.py SOCKET -m MODULE ARG...
+    python -I -S tests/forkrequest.py SOCKET PATH ARG...
 
 The first is the server: it imports the MODULEs, prints `ready`, then for each request on the
 Unix socket SOCKET forks a worker that runs a module as `python -m MODULE ARG...` would, or a
 script as `python PATH ARG...` would (`sys.path[0]` the working directory, or the script's
 folder), on the requester's stdin, stdout, stderr, environment and working directory. The
-others are requesters (they import only the standard library): a requester ends as its worker
+others are requesters (`tests/forkrequest.py`, a few ms a start): a requester ends as its worker
 ended, with its exit code or killed by its signal, so a test sees the worker's own end.
 
 A requester passes the signals it can catch (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1) on to
@@ -24,7 +24,7 @@ from __future__ import annotations
 import atexit
 import gc
 import importlib
-import json
+import marshal
 import os
 import runpy
 import select
@@ -39,21 +39,21 @@ from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from tests.forkrequest import KILL
+
 HERE = Path(__file__)
-PASSED_ON = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)
-KILL = signal.SIGUSR2
-"""Sent to a requester: its worker is SIGKILLed (and the requester ends killed by SIGKILL)."""
+REQUESTER = str(HERE.parent / "forkrequest.py")
 
 
 def command(server: str, module: str) -> list[str]:
     """The argv prefix that runs `module` (add its arguments) forked from `server`."""
-    return [sys.executable, "-I", "-S", str(HERE), server, "-m", module]
+    return [sys.executable, "-I", "-S", REQUESTER, server, "-m", module]
 
 
 def script(server: str, path: str | Path) -> list[str]:
     """The argv prefix that runs the script at `path` (add its arguments) forked from
     `server`."""
-    return [sys.executable, "-I", "-S", str(HERE), server, str(path)]
+    return [sys.executable, "-I", "-S", REQUESTER, server, str(path)]
 
 
 def kill(process: Any) -> None:
@@ -108,39 +108,6 @@ class ForkServers:
         self._stack.close()
 
 
-# The requester.
-
-
-def request(server: str, target: str, args: list[str]) -> None:
-    """Have `server` run `target` (`-m MODULE` or a script's path) with `args` on this
-    process's stdio; end as it ended."""
-    with socket.socket(socket.AF_UNIX) as conn:
-
-        def pass_on(signum: int, _frame: object) -> None:
-            try:
-                conn.sendall(f"{signal.SIGKILL if signum == KILL else signum}\n".encode())
-            except OSError:  # not connected yet, or the server is gone
-                os._exit(128 + signum)
-
-        for signum in (*PASSED_ON, KILL):
-            signal.signal(signum, pass_on)
-        conn.connect(server)
-        if target == "-m":
-            asked: dict[str, Any] = {"module": args[0], "args": args[1:]}
-        else:
-            asked = {"path": os.path.abspath(target), "args": args}
-        asked |= {"env": dict(os.environ), "cwd": os.getcwd()}
-        socket.send_fds(conn, [json.dumps(asked).encode() + b"\n"], [0, 1, 2])
-        status = b"".join(iter(lambda: conn.recv(64), b"")).decode()
-    for signum in (*PASSED_ON, KILL):
-        signal.signal(signum, signal.SIG_DFL)
-    kind, _, value = status.partition(":")
-    if kind == "signal":
-        os.kill(os.getpid(), int(value))
-        sys.exit(128 + int(value))  # a signal whose default is to go on
-    sys.exit(int(value) if kind == "exit" else 1)
-
-
 # The worker.
 
 
@@ -186,12 +153,12 @@ def run(asked: dict[str, Any]) -> int:
 def read_request(conn: socket.socket) -> tuple[list[int], dict[str, Any]]:
     """The stdio descriptors and the request a requester sent on `conn`."""
     data, fds, _, _ = socket.recv_fds(conn, 65536, 3)
-    while not data.endswith(b"\n"):
+    while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
         more = conn.recv(65536)
         if not more:
             raise EOFError("the requester left before it asked")
         data += more
-    return fds, json.loads(data)
+    return fds, marshal.loads(data[4:])
 
 
 def answer(conn: socket.socket, fds: list[int], asked: dict[str, Any]) -> None:
@@ -298,7 +265,4 @@ def serve(path: str, modules: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "serve":
-        serve(sys.argv[2], sys.argv[3:])
-    else:
-        request(sys.argv[1], sys.argv[2], sys.argv[3:])
+    serve(sys.argv[2], sys.argv[3:])
