@@ -101,9 +101,9 @@ def forkservers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto` (the default): one worker per core and one more. Many tests wait on something
     (processes they start, servers, databases, a browser); the extra worker runs while one
-    waits. Measured on 2 cores, the whole suite: 3 workers 3 min 38 s and 358 CPU-s, 4 workers
-    3 min 41 s and 387 CPU-s (each worker imports every test module's dependencies first), 2
-    workers ~20% slower than 4 on a subprocess-heavy part."""
+    waits. Measured on 2 cores, the whole suite: 2 workers 2 min 22 s and 183 CPU-s, 3 workers
+    2 min 5 s and 198 CPU-s, 4 workers 2 min 1 s and 203 CPU-s (each worker imports every test
+    module's dependencies first): the fourth gains little, and loses on a busier machine."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     return cores + 1
 
