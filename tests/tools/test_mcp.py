@@ -15,7 +15,6 @@ from raf.react import ReactAgent
 from raf.testing import ScriptedOpenAIServer, resolve, text, tool_calls
 from raf.tools import ToolResult, tool_handler
 from raf.tools.mcp import McpTool, mcp_tools
-from tests.tools.mcp_forks import Forks
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -100,9 +99,11 @@ async def test_the_react_adapter_uses_mcp_tools() -> None:
     assert tool_message[0]["content"] == "3"
 
 
-async def test_a_stdio_server_round_trips_and_its_death_is_an_error_result(forks: Forks) -> None:
+async def test_a_stdio_server_round_trips_and_its_death_is_an_error_result(
+    mcp_server: list[str],
+) -> None:
     with anyio.fail_after(30):
-        async with mcp_tools(forks.stdio) as tools:
+        async with mcp_tools(mcp_server) as tools:
             by_name = {t.name: t for t in tools}
             assert await by_name["add"].call('{"a": 1, "b": 2}') == ToolResult("3")
             died = await by_name["die_now"].call("{}")

@@ -18,7 +18,7 @@ import pytest
 from raf.errors import ToolError
 from raf.tools import Tool
 from raf.tools.mcp import mcp_tools
-from tests.tools.mcp_forks import Forks
+from tests.tools.mcp_served import serving_over_http, stopped
 
 pytestmark = pytest.mark.anyio
 
@@ -110,15 +110,15 @@ async def _check_test_server(target: object) -> None:
 
 
 async def test_resources_prompts_and_tool_changes_of_the_test_server_over_stdio(
-    forks: Forks,
+    mcp_server: list[str],
 ) -> None:
-    await _check_test_server(forks.stdio)
+    await _check_test_server(mcp_server)
 
 
 async def test_resources_prompts_and_tool_changes_of_the_test_server_over_http(
-    forks: Forks,
+    mcp_server: list[str],
 ) -> None:
-    async with forks.serving() as (url, _):
+    async with serving_over_http(mcp_server) as (url, _):
         await _check_test_server(url)
 
 
@@ -205,13 +205,15 @@ async def test_the_everything_server_over_http() -> None:
         await _check_everything(f"http://127.0.0.1:{port}/mcp")
 
 
-async def test_a_streamable_http_server_that_dies_gives_error_results(forks: Forks) -> None:
-    async with forks.serving() as (url, server):
+async def test_a_streamable_http_server_that_dies_gives_error_results(
+    mcp_server: list[str],
+) -> None:
+    async with serving_over_http(mcp_server) as (url, server):
         with anyio.fail_after(30):
             async with mcp_tools(url, timeout=10) as tools:
                 by_name = _by_name(tools)
                 assert (await by_name["add"].call('{"a": 1, "b": 2}')).text == "3"
-                await server.kill()
+                await stopped(server)
                 after = await by_name["add"].call('{"a": 1, "b": 2}')
                 assert after.is_error and "of MCP server" in after.text
                 again = await by_name["add"].call('{"a": 1, "b": 2}')
@@ -219,9 +221,9 @@ async def test_a_streamable_http_server_that_dies_gives_error_results(forks: For
 
 
 async def test_a_streamable_http_server_dying_mid_call_gives_an_error_result(
-    forks: Forks,
+    mcp_server: list[str],
 ) -> None:
-    async with forks.serving() as (url, _):
+    async with serving_over_http(mcp_server) as (url, _):
         with anyio.fail_after(30):
             async with mcp_tools(url, timeout=10) as tools:
                 died = await _by_name(tools)["die_now"].call("{}")
