@@ -1,7 +1,7 @@
 """Python processes forked from one that made their imports already (raf, the OpenAI client,
 DBOS, the ACP SDK: 0.3 to 3 CPU-s a process), each still a process of its own.
 
-    python -m tests.forkserver serve SOCKET MODULE...
+    python -m tests.forkserver SOCKET MODULE...
     python -I -S tests/forkrequest.py SOCKET -m MODULE ARG...
     python -I -S tests/forkrequest.py SOCKET PATH ARG...
 
@@ -66,7 +66,7 @@ def kill(process: Any) -> None:
 def running(socket_path: str | Path, preload: list[str]) -> Iterator[str]:
     """A server on `socket_path` that imported `preload`; yields the socket path, and stops
     the server after its workers (SIGKILLing what is left after a minute)."""
-    argv = [sys.executable, "-m", "tests.forkserver", "serve", str(socket_path), *preload]
+    argv = [sys.executable, "-m", "tests.forkserver", str(socket_path), *preload]
     server = subprocess.Popen(
         argv,
         cwd=HERE.parent.parent,
@@ -144,6 +144,11 @@ def run(asked: dict[str, Any]) -> int:
         code = 1
     threading._shutdown()  # pyright: ignore[reportAttributeAccessIssue]  # as Python's own exit
     atexit._run_exitfuncs()  # pyright: ignore[reportPrivateUsage]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if code == -signal.SIGINT:  # as Python ends on an uncaught KeyboardInterrupt
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     return code
 
 
@@ -170,18 +175,12 @@ def answer(conn: socket.socket, fds: list[int], asked: dict[str, Any]) -> None:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
-        code = run(asked)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if code < 0:
-            signal.signal(-code, signal.SIG_DFL)
-            os.kill(os.getpid(), -code)
-        os._exit(code)
+        os._exit(run(asked) & 0xFF)  # sys.exit(-1) ends with 255, as in Python
     for fd in fds:
         os.close(fd)
     ended = os.pidfd_open(pid)
     pending = b""
-    while not select.select([conn, ended], [], [])[0].count(ended):
+    while ended not in select.select([conn, ended], [], [])[0]:
         received = conn.recv(64)
         if not received:  # the requester is gone
             os.kill(pid, signal.SIGKILL)
@@ -265,4 +264,4 @@ def serve(path: str, modules: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[2], sys.argv[3:])
+    serve(sys.argv[1], sys.argv[2:])

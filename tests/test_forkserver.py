@@ -7,6 +7,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,17 @@ def test_an_exception_is_printed_and_exits_1(server: str, tmp_path: Path) -> Non
     done = subprocess.run(script(server, tmp_path / "bad.py"), capture_output=True, text=True)
     assert done.returncode == 1
     assert done.stderr.rstrip().endswith("ValueError: nope")
+
+
+@pytest.mark.parametrize(
+    "body", ["import sys; sys.exit(-1)", "import sys; sys.exit('bye')", "raise KeyboardInterrupt"]
+)
+def test_an_odd_end_comes_back_as_python_ends(server: str, tmp_path: Path, body: str) -> None:
+    (tmp_path / "end.py").write_text(body + "\n")
+    fresh = subprocess.run([sys.executable, tmp_path / "end.py"], capture_output=True)
+    forked = subprocess.run(script(server, tmp_path / "end.py"), capture_output=True)
+    assert forked.returncode == fresh.returncode
+    assert forked.stderr.splitlines()[-1:] == fresh.stderr.splitlines()[-1:]
 
 
 def test_a_signal_to_the_requester_reaches_the_worker(server: str, tmp_path: Path) -> None:
