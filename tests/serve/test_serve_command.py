@@ -1,8 +1,10 @@
 """`raf serve MODULE:ATTR` in a subprocess: it binds, serves the tree and the page, wants the token.
 
-The subject of each test is the `raf serve` process it starts, which runs on its own event
-loop: the tests drive it once, on asyncio (the server on both backends is tested in-process in
-the other modules of this package)."""
+Synchronous: the subject of each test is the `raf serve` process it starts, which runs on its
+own event loop; the tests only start it, talk HTTP to it and stop it (the server on both
+backends is tested in-process in the other modules of this package). A test stuck on a
+process that never answers ends at pytest's timeout.
+"""
 
 from __future__ import annotations
 
@@ -14,50 +16,53 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from subprocess import PIPE
+from typing import IO
 
-import anyio
 import httpx2
 import pytest
-from anyio.abc import Process
-from anyio.streams.text import TextReceiveStream
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
+Popen = subprocess.Popen[str]
 
 TREES = Path(__file__).parent / "trees.py"
 RAF = Path(sys.executable).parent / "raf"
 
 
-async def wait_for_port(process: Process) -> int:
-    """Read uvicorn's log until it says where it listens."""
-    assert process.stderr is not None
-    log = ""
-    async for chunk in TextReceiveStream(process.stderr):
-        log += chunk
-        found = re.search(r"running on http://127\.0\.0\.1:(\d+)", log)
+def started(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Popen:
+    """`command` started with its output read by the test, as text."""
+    return subprocess.Popen(command, cwd=cwd, env=env, stdout=PIPE, stderr=PIPE, text=True)
+
+
+def read_until(stream: IO[str] | None, pattern: str) -> tuple[re.Match[str], str]:
+    """Read `stream` line by line until `pattern` matches what was read; the match and that."""
+    assert stream is not None
+    said = ""
+    for line in stream:
+        said += line
+        found = re.search(pattern, said)
         if found:
-            return int(found.group(1))
-    raise AssertionError(f"raf serve ended without serving:\n{log}")
+            return found, said
+    raise AssertionError(f"raf serve ended without {pattern!r}:\n{said}")
 
 
-async def test_raf_serve_serves_the_tree_with_a_token(tmp_path: Path) -> None:
+def wait_for_port(process: Popen) -> int:
+    """Read uvicorn's log until it says where it listens."""
+    found, _ = read_until(process.stderr, r"running on http://127\.0\.0\.1:(\d+)")
+    return int(found.group(1))
+
+
+def test_raf_serve_serves_the_tree_with_a_token(tmp_path: Path) -> None:
     command = [str(RAF), "serve", f"{TREES}:newsroom", "--port", "0", "--token", "tok"]
-    with anyio.fail_after(30):
-        async with await anyio.open_process(command, cwd=tmp_path) as process:
-            try:
-                port = await wait_for_port(process)
-                async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-                    refused = await http.get("/agents")
-                    trees = await http.get("/agents", headers={"Authorization": "Bearer tok"})
-                    page = await http.get("/")
-            finally:
-                process.send_signal(signal.SIGINT)
-            assert await process.wait() == 130  # stopped by Ctrl-C, after a clean shutdown
+    with started(command, tmp_path) as process:
+        try:
+            port = wait_for_port(process)
+            with httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=20) as http:
+                refused = http.get("/agents")
+                trees = http.get("/agents", headers={"Authorization": "Bearer tok"})
+                page = http.get("/")
+        finally:
+            process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130  # stopped by Ctrl-C, after a clean shutdown
     assert refused.status_code == 401
     assert [t["id"] for t in trees.json()] == ["newsroom"]
     assert "<title>" in page.text
@@ -72,7 +77,7 @@ def test_raf_serve_explains_a_bad_target(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("route", ["/agents/staller/run", "/studio/agents/staller/runs"])
-async def test_a_stopping_server_ends_each_run_in_flight_with_run_error(
+def test_a_stopping_server_ends_each_run_in_flight_with_run_error(
     tmp_path: Path, route: str
 ) -> None:
     command = [str(RAF), "serve", f"{TREES}:stalling", "--port", "0"]
@@ -82,20 +87,19 @@ async def test_a_stopping_server_ends_each_run_in_flight_with_run_error(
         "messages": [{"id": "u", "role": "user", "content": "x"}],
     }
     events: list[dict[str, object]] = []
-    with anyio.fail_after(30):
-        async with await anyio.open_process(command, cwd=tmp_path) as process:
-            port = await wait_for_port(process)
-            async with (
-                httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=20) as http,
-                http.stream("POST", route, json=body) as response,
-            ):
-                async for line in response.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    events.append(json.loads(line[5:]))
-                    if events[-1]["type"] == "TEXT_MESSAGE_CONTENT":  # the run is in flight
-                        process.send_signal(signal.SIGINT)
-            assert await process.wait() == 130
+    with started(command, tmp_path) as process:
+        port = wait_for_port(process)
+        with (
+            httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=20) as http,
+            http.stream("POST", route, json=body) as response,
+        ):
+            for line in response.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                events.append(json.loads(line[5:]))
+                if events[-1]["type"] == "TEXT_MESSAGE_CONTENT":  # the run is in flight
+                    process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130
     kinds = [e["type"] for e in events]
     assert kinds[-2:] == ["TEXT_MESSAGE_END", "RUN_ERROR"]
     assert events[-1]["code"] == "ServerStopping"
@@ -111,7 +115,7 @@ def test_a_port_out_of_range_is_one_line(tmp_path: Path) -> None:
     ]
 
 
-async def test_every_address_without_a_token_warns_and_shows_a_url_that_answers(
+def test_every_address_without_a_token_warns_and_shows_a_url_that_answers(
     tmp_path: Path,
 ) -> None:
     with socket.socket() as probe:  # a free port, to bind every address on
@@ -119,27 +123,17 @@ async def test_every_address_without_a_token_warns_and_shows_a_url_that_answers(
         port = probe.getsockname()[1]
     command = [str(RAF), "serve", f"{TREES}:newsroom", "--host", "0.0.0.0", "--port", str(port)]
     env = {k: v for k, v in os.environ.items() if k != "RAF_TOKEN"} | {"COLUMNS": "200"}
-    with anyio.fail_after(30):
-        async with await anyio.open_process(command, cwd=tmp_path, env=env) as process:
-            assert process.stdout is not None and process.stderr is not None
-            try:
-                said = ""
-                async for chunk in TextReceiveStream(process.stdout):
-                    said += chunk
-                    if "Ctrl-C" in said:
-                        break
-                url = re.search(r"web page at (http://\S+/);", said)
-                assert url is not None, said
-                log = ""
-                async for chunk in TextReceiveStream(process.stderr):
-                    log += chunk
-                    if "running on" in log:
-                        break
-                async with httpx2.AsyncClient() as http:
-                    trees = await http.get(url.group(1) + "agents")
-            finally:
-                process.send_signal(signal.SIGINT)
-            await process.wait()
+    with started(command, tmp_path, env) as process:
+        try:
+            _, said = read_until(process.stdout, "Ctrl-C")
+            url = re.search(r"web page at (http://\S+/);", said)
+            assert url is not None, said
+            _, log = read_until(process.stderr, "running on")
+            with httpx2.Client(timeout=20) as http:
+                trees = http.get(url.group(1) + "agents")
+        finally:
+            process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
     assert url.group(1) == f"http://127.0.0.1:{port}/"
     assert trees.status_code == 200
     assert "warning: serving every address without a token" in log
