@@ -109,9 +109,6 @@ async def make_in_doubt(server: str, store: str, tmp: Path, backend: str) -> Non
     assert child.effects() == ["note", "send"]
 
 
-STORE_TABLES = ("meta", "checkpoints", "events", "objects")
-
-
 def copy_schema(dsn: str, source: str, target: str) -> None:
     """The store's tables of PostgreSQL schema `source`, rows and all, made in `target`."""
     import psycopg
@@ -122,7 +119,11 @@ def copy_schema(dsn: str, source: str, target: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as connection, connection.transaction():
         for statement in Queries(target).create:
             connection.execute(statement)
-        for table in STORE_TABLES:
+        tables = connection.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (source,)
+        ).fetchall()
+        assert tables, f"schema {source!r} has no table"
+        for (table,) in tables:
             connection.execute(
                 sql.SQL("INSERT INTO {} SELECT * FROM {}").format(
                     sql.Identifier(target, table), sql.Identifier(source, table)
