@@ -36,6 +36,7 @@ import threading
 import traceback
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,19 @@ from tests.forkrequest import KILL
 
 HERE = Path(__file__)
 REQUESTER = str(HERE.parent / "forkrequest.py")
+RUNNING = [
+    "anyio._backends._asyncio",
+    "anyio._core._fileio",
+    "importlib.metadata",
+    "pydantic._internal._dataclasses",
+    "pydantic.plugin._loader",
+    "sqlite3",
+    *(["anyio._backends._trio"] if find_spec("trio") else []),
+    *(["psycopg", "raf.stores._pg_locks", "raf.stores._pg_sql"] if find_spec("psycopg") else []),
+]
+"""What a raf run in a child imports lazily once it runs (its event loop, pydantic's and the
+stores' parts), to add to a server's preload; trio and psycopg only where installed (the tests
+needing them skip otherwise)."""
 
 
 def command(server: str, module: str) -> list[str]:

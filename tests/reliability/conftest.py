@@ -1,20 +1,17 @@
 """The PostgreSQL fixtures of the store tests, for the reliability tests too; the server the
 child processes of the crash, in-doubt and worker tests are forked from."""
 
-from importlib.util import find_spec
-
 import pytest
 
-from tests.forkserver import ForkServers
+from tests.forkserver import RUNNING, ForkServers
 from tests.stores.conftest import postgres_dsn, postgres_schema
 
 __all__ = ["forkserver", "postgres_dsn", "postgres_schema"]
 
 # What the fork server imports: what the children (`crash_workflow`, `tool_crash_workflow`,
-# `session_worker`) import, including what `raf` imports lazily, and what they import later
-# (the event loops, the stores' drivers): ~0.4 CPU-s a child otherwise. Not the children
-# themselves: each runs as `__main__`, its own code anew. trio and psycopg only where
-# installed (the tests needing them skip otherwise).
+# `session_worker`) import, including what `raf` imports lazily, and what a run imports next:
+# ~0.4 CPU-s a child otherwise. Not the children themselves: each runs as `__main__`, its own
+# code anew.
 PRELOAD = [
     "tests.reliability.processes",
     "raf",
@@ -28,14 +25,7 @@ PRELOAD = [
     "raf.testing",
     "raf.tools.in_doubt",
     "raf.tools.journal",
-    "anyio._backends._asyncio",
-    "anyio._core._fileio",
-    "importlib.metadata",
-    "pydantic._internal._dataclasses",
-    "pydantic.plugin._loader",
-    "sqlite3",
-    *(["anyio._backends._trio"] if find_spec("trio") else []),
-    *(["psycopg", "raf.stores._pg_locks", "raf.stores._pg_sql"] if find_spec("psycopg") else []),
+    *RUNNING,
 ]
 
 
