@@ -91,10 +91,18 @@ async def claim_session(session: Session, *, wait: bool, path: AgentPath = ()) -
     """
     store = session.store
     lock_session = None if store is None else getattr(store, "lock_session", None)
-    then = None if lock_session is None else _store_lock(lock_session, session.id, wait)
+    then = None if lock_session is None else _store_lock(lock_session, session, wait)
     release = await hold(session.writer, wait=wait, then=then)
     if release is None:
         raise SessionBusy(session.id, path=path)
+    if store is None:
+        return release
+    try:
+        # Held: the newest state another process saved is the one this run continues.
+        await session.refresh()
+    except BaseException:
+        await release()
+        raise
     return release
 
 
@@ -151,11 +159,21 @@ async def hold(
     return release
 
 
-def _store_lock(lock_session: Any, session_id: str, wait: bool) -> Acquire:
-    """What `hold` takes after the writer: the store's lock of `session_id`."""
+def _store_lock(lock_session: Any, session: Session, wait: bool) -> Acquire:
+    """What `hold` takes after the writer: the store's lock of `session`, kept as
+    `session.held` until it is released."""
 
     async def acquire() -> Release | None:
-        lock = await cast("LockSession", lock_session)(session_id, wait=wait)
-        return None if lock is None else lock.release
+        lock = await cast("LockSession", lock_session)(session.id, wait=wait)
+        if lock is None:
+            return None
+        session.held = lock
+
+        async def release() -> None:
+            if session.held is lock:
+                session.held = None
+            await lock.release()
+
+        return release
 
     return acquire

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from raf._defaults import new_dict
 from raf._options import Options
 from raf._origins import MessageOrigins
+from raf._session_turns import kept_turn
 from raf._single_writer import OnBusy, claim_session
 from raf.budget import Budget, BudgetTracker
 from raf.errors import AgentError, BudgetExceeded, RunTimeout, UnknownRequest
@@ -353,7 +354,11 @@ class BaseAgent(ABC, Generic[ValueT]):
 
         async def attributed(emit: Emit) -> AgentResponse[ValueT]:
             origins = MessageOrigins()  # the response says which agent said what
-            return origins.attributed(await body(origins.watching(emit)))
+
+            async def work() -> AgentResponse[ValueT]:
+                return origins.attributed(await body(origins.watching(emit)))
+
+            return await kept_turn(run_session, self._id, work)
 
         wait = run_options.on_busy == "wait"
         return AgentRun(

@@ -11,6 +11,8 @@
     ├── ProviderError               the model endpoint failed after retries
     ├── ToolError                   a tool could not be defined or called
     ├── SessionBusy                 another run of the session is in progress
+    ├── SessionLockLost             a run's lock on its session was lost: it stopped before writing
+    ├── SessionConflict             a fenced save found the session saved by another run since
     ├── UnknownRequest              a tool result answers no pending request
     ├── UnansweredCalls             a turn answers some of an agent's client tool calls, not all
     ├── AppendConflict              an append lost the race: its key moved on (nothing written)
@@ -149,6 +151,46 @@ class SessionBusy(AgentError):
             path=path,
         )
         self.session_id = session_id
+
+
+class SessionLockLost(AgentError):
+    """The lock a run held on its session was lost (its connection dropped, a failover, the
+    lock file replaced): the run stopped before writing, since another worker may hold the
+    session now.
+
+    Attributes:
+        session_id: the session whose lock was lost.
+    """
+
+    def __init__(self, session_id: str, *, path: AgentPath = ()) -> None:
+        super().__init__(
+            f"the lock of session {session_id!r} was lost (its connection to the store dropped, "
+            "or the store failed over): this run stopped before writing; another worker may "
+            "hold the session now; run the turn again",
+            path=path,
+        )
+        self.session_id = session_id
+
+
+class SessionConflict(AgentError):
+    """A fenced save found that another writer saved the key since this one read it; nothing
+    was written.
+
+    Attributes:
+        key: what was saved (a session's record key).
+        expected: the save it meant to follow (None: none).
+        found: the newest save of the key when this one was refused.
+    """
+
+    def __init__(self, key: str, expected: str | None, found: str | None) -> None:
+        super().__init__(
+            f"{key!r} was saved by another run since this one read it (expected its newest save "
+            f"to be {expected!r}, found {found!r}); nothing was written; load it again and run "
+            "the turn again"
+        )
+        self.key = key
+        self.expected = expected
+        self.found = found
 
 
 class UnknownRequest(AgentError):

@@ -1,8 +1,13 @@
 """`Session`: one conversation's state, keyed by agent path, serializable to JSON.
 
 Read what a run kept by agent: `session.history(agent)` (or a path, `"team"`), the pattern
-state of a node (`session.state("desk/router")`), and which agents kept anything
-(`session.paths()`).
+state of a node (`session.state("desk/router")`), which agents kept anything
+(`session.paths()`), and what a waiting run asked (`session.pending_requests()`).
+
+A session with a store is the durable conversation: its first run in a process (or
+`await session.load()`; `await Session.open(id, store)` does both) reads the newest state
+saved under its id, and every finished turn saves it, so the same id continues the
+conversation in any process (`raf._session_records` says how it is kept).
 
 Example:
     >>> s = Session(id="chat-1")
@@ -22,15 +27,23 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 import pydantic_core
 from pydantic import TypeAdapter
 
+from raf._session_records import RESERVED_PREFIX, latest_record, read_latest, write_record
 from raf._single_writer import SessionWriter
 from raf.messages import ChatMessage, message_list_adapter
+from raf.pending import REQUESTS, PendingRequest
+from raf.updates import RequestInfoUpdate
 
 if TYPE_CHECKING:
-    from raf.stores.base import CheckpointStore
+    from raf.stores.base import CheckpointStore, SessionLock
 
 T = TypeVar("T")
 
 SESSION_FORMAT_VERSION = 1
+
+MAX_ID_CHARS = 512
+"""The longest session id (every store indexes ids; PostgreSQL's index entries are bounded)."""
+
+_requests_adapter: TypeAdapter[list[RequestInfoUpdate]] = TypeAdapter(list[RequestInfoUpdate])
 
 
 class Identified(Protocol):
@@ -62,19 +75,135 @@ class Session:
     State lives in the session, never in agent instances, so one built workflow serves many
     sessions at once. Keys are agent paths joined by `/`, then `#` and a name.
 
+    With a store, the session is the durable conversation of its id: the first run in a
+    process (or `load()`) reads the newest state saved under the id, every finished turn
+    saves it (fenced: a stale holder never overwrites a newer turn), and the same id in any
+    process continues it.
+
     Args:
-        id: a stable id (a random one when omitted); checkpoints are filed under it.
-        store: a `CheckpointStore` to checkpoint workflow runs of this session into.
+        id: a stable id (a random one when omitted); its state and checkpoints are filed under
+            it. At most 512 characters, no NUL, not starting with `raf:` (raf's own keys).
+        store: a `CheckpointStore` that keeps the session's state and its runs' checkpoints.
+
+    Example:
+        >>> async def answer(store: CheckpointStore, agent) -> None:
+        ...     session = await Session.open("chat-1", store)  # in any process
+        ...     for request in session.pending_requests():
+        ...         print(request.question)
+        ...     await agent.run("yes", session=session)  # answers the oldest
     """
 
-    __slots__ = ("_state", "id", "store", "writer")
+    __slots__ = ("_loaded", "_record", "_state", "held", "id", "save_turns", "store", "writer")
 
     def __init__(self, id: str | None = None, store: CheckpointStore | None = None) -> None:
-        self.id: str = _checked_id(id) if id else uuid.uuid4().hex
+        self.id: str = checked_id(id) if id else uuid.uuid4().hex
         self.store: CheckpointStore | None = _checked_store(store)
         self._state: dict[str, Any] = {}
+        self._record: str | None = None
+        self._loaded = False
         self.writer = SessionWriter()
         """Admits one top-level run at a time (`SessionBusy`, or a queue with `on_busy="wait"`)."""
+        self.held: SessionLock | None = None
+        """The store's lock on the session while a run holds it (None between runs)."""
+        self.save_turns = True
+        """Whether a finished turn saves the session (with a store); False when whoever
+        holds it saves it once its own bookkeeping is written (the HTTP and ACP fronts)."""
+
+    @classmethod
+    async def open(cls, id: str, store: CheckpointStore) -> Session:
+        """The session `id` of `store` as last saved (new and empty when never saved).
+
+        Raises:
+            CheckpointError: when what is saved under the id is not a session's.
+        """
+        session = cls(id, store)
+        await session.load()
+        return session
+
+    @property
+    def saved(self) -> str | None:
+        """The id of the store's record this state was loaded from or last saved as (None
+        before the first)."""
+        return self._record
+
+    async def load(self) -> None:
+        """Replace the state with the newest one saved under the session's id (when there is
+        one; a session never saved keeps what it holds).
+
+        Raises:
+            TypeError: when the session has no store.
+            CheckpointError: when what is saved under the id is not a session's.
+        """
+        found = await read_latest(self._needs_store("load"), self.id)
+        if found is not None:
+            self._record, state = found
+            self._state = {k: _Raw(v) for k, v in state.items()}
+        self._loaded = True
+
+    async def refresh(self) -> None:
+        """Load the newest saved state when the store holds a newer one than this object
+        (another process ran a turn) or this object never loaded; a run calls it once it
+        holds the session."""
+        store = self._needs_store("refresh")
+        if not self._loaded or await latest_record(store, self.id) != self._record:
+            await self.load()
+
+    async def save(self) -> None:
+        """Save the state as the session's newest, after the one it was loaded from (every
+        finished turn of a run does this).
+
+        Raises:
+            TypeError: when the session has no store.
+            SessionLockLost: the run holding the session lost its lock (nothing written).
+            SessionConflict: another process saved the session since this state was loaded
+                (nothing written): `load()` it and run the turn again.
+        """
+        store = self._needs_store("save")
+        held = self.held
+        if held is not None:
+            check = getattr(held, "check", None)
+            if check is not None:
+                await check()
+        if not self._loaded:  # never loaded: this state follows whatever is saved
+            self._record = await latest_record(store, self.id)
+            self._loaded = True
+        from anyio import to_thread
+
+        # Off the event loop: a long conversation is not the loop's work (the run holds the
+        # session, so nothing changes it meanwhile).
+        state = await to_thread.run_sync(self.snapshot)
+        self._record = await write_record(store, self.id, state, self._record)
+
+    def pending_requests(self) -> list[PendingRequest]:
+        """What the session's waiting runs asked and no turn has answered yet, oldest first.
+
+        Example:
+            >>> Session().pending_requests()
+            []
+        """
+        found: list[PendingRequest] = []
+        for key in self._state:
+            if key.endswith(REQUESTS):
+                requests = self.get_as(key, _requests_adapter) or []
+                found.extend(PendingRequest.of(request) for request in requests)
+        return found
+
+    def keep_requests(self, root: str, requests: Sequence[RequestInfoUpdate]) -> None:
+        """Record the requests a turn of the run rooted at `root` ended waiting on (none:
+        the turn answered them all)."""
+        key = root + REQUESTS
+        if requests:
+            self._state[key] = list(requests)
+        else:
+            self._state.pop(key, None)
+
+    def _needs_store(self, what: str) -> CheckpointStore:
+        if self.store is None:
+            raise TypeError(
+                f"session {self.id!r} has no store to {what}: pass one, say "
+                f"Session({self.id!r}, store=SqliteCheckpointStore('runs.db'))"
+            )
+        return self.store
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, keys={len(self._state)})"
@@ -256,7 +385,7 @@ def _checked_store(store: CheckpointStore | None) -> CheckpointStore | None:
     )
 
 
-def _checked_id(session_id: str) -> str:
+def checked_id(session_id: str) -> str:
     """`session_id`, when every store can keep it (a string of valid Unicode without NUL).
 
     Raises:
@@ -267,6 +396,16 @@ def _checked_id(session_id: str) -> str:
         raise TypeError(f"a session id is a str, not {type(session_id).__name__}")
     if "\x00" in session_id:
         raise ValueError(f"session id {session_id!r} contains a NUL character; use another id")
+    if len(session_id) > MAX_ID_CHARS:
+        raise ValueError(
+            f"session id {session_id[:40]!r}... has {len(session_id)} characters, more than "
+            f"the {MAX_ID_CHARS} a store keeps; use a shorter id (a hash of it, say)"
+        )
+    if session_id.startswith(RESERVED_PREFIX):
+        raise ValueError(
+            f"session id {session_id!r} starts with {RESERVED_PREFIX!r}, which raf reserves for "
+            "its own keys; use another id"
+        )
     try:
         session_id.encode()
     except UnicodeEncodeError:

@@ -23,6 +23,7 @@ import sniffio
 from anyio.streams.memory import MemoryObjectSendStream
 from dbos import DBOS, Queue, SetWorkflowID, WorkflowHandleAsync
 
+from raf._session_turns import kept_turn
 from raf._single_writer import claim_session
 from raf.agent import (
     AgentMetadata,
@@ -167,8 +168,12 @@ class DurableAgent:
         new = as_messages(messages)
         run_session = self._default_session if session is None else checked_session(session)
         run_options = options_of_run(options)
-        body = partial(self._drive, new, run_session, run_options)
         wait = run_options.on_busy == "wait"
+
+        async def body(emit: Emit) -> AgentResponse[Any]:
+            drive = partial(self._drive, new, run_session, run_options, emit)
+            return await kept_turn(run_session, self.id, drive)
+
         return AgentRun(body, partial(claim_session, run_session, wait=wait, path=(self.id,)))
 
     def _key(self) -> str:

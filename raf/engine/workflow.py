@@ -10,13 +10,14 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
+from raf._session_turns import finish_turn, watched
 from raf._single_writer import OnBusy, holding
 from raf.engine.checkpointing import DECODING_ERRORS, damaged, read_checkpoint
 from raf.engine.edges import Edge, Route
@@ -28,6 +29,7 @@ from raf.engine.stream import WorkflowStream
 from raf.run import Turn
 from raf.session import Session, checked_session
 from raf.tracing.settings import active as active_telemetry
+from raf.updates import RequestInfoUpdate
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -362,7 +364,7 @@ class Workflow:
         if session is None:  # a fresh session: nothing else can hold it
             return await execute()
         async with holding(session, wait=on_busy == "wait", path=(self._id,)):
-            return await execute()
+            return await self._kept(session, execute)
 
     async def _resume_run(
         self,
@@ -389,10 +391,27 @@ class Workflow:
             session = Session(id=checkpoint.session_id, store=store)
         else:
             checked_session(session)
-        async with holding(session, wait=on_busy == "wait", path=(self._id,)):
+        held = session
+
+        async def execute() -> tuple[RunStatus, RunState]:
             return await self._resume_held(
-                state, scope, snapshot, checkpoint, responses, session, sink
+                state, scope, snapshot, checkpoint, responses, held, sink
             )
+
+        async with holding(session, wait=on_busy == "wait", path=(self._id,)):
+            return await self._kept(session, execute)
+
+    async def _kept(
+        self, session: Session, execute: Callable[[], Awaitable[tuple[RunStatus, RunState]]]
+    ) -> tuple[RunStatus, RunState]:
+        """Run `execute` as one turn on `session` (see `raf._session_turns`): stopped should
+        its lock be lost, and kept (what it waits on, and the state, with a store) unless it
+        failed."""
+        status, state = await watched(session, execute, (self._id,))
+        if status != "failed":
+            waiting = _waiting_requests(state) if status == "waiting" else []
+            await finish_turn(session, self._id, waiting)
+        return status, state
 
     async def _resume_held(
         self,
@@ -439,6 +458,15 @@ class Workflow:
         if turn_data is not None:
             finish_resumed_turn(self, session, turn_data, state, status, answers, runner.produced)
         return status, state
+
+
+def _waiting_requests(state: RunState) -> list[RequestInfoUpdate]:
+    """The requests a waiting run waits on, as stream items, oldest first."""
+    return [
+        RequestInfoUpdate(request_id=r.request_id, payload=r.payload, path=r.path)
+        for r in state.requests
+        if r.request_id not in state.answers
+    ]
 
 
 def _result(status: RunStatus, state: RunState, events: list[WorkflowEvent]) -> WorkflowResult:

@@ -29,11 +29,9 @@ from dataclasses import dataclass
 
 import anyio
 
-from raf.serve.threads import THREAD_EVENT, ThreadStore
+from raf.serve.threads import THREAD_EVENT, ThreadStore, thread_of
 
 __all__ = ["ThreadIndex", "ThreadPage"]
-
-_PREFIX = "thread:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +80,11 @@ class ThreadIndex:
             while True:
                 changes = await self._store.changes(self._after, limit=self._batch)
                 for change in changes:
-                    if change.kind == THREAD_EVENT and change.key.startswith(_PREFIX):
-                        thread_id = change.key.removeprefix(_PREFIX)
-                        if thread_id not in self._known:  # an earlier raf logged every save
-                            self._known.add(thread_id)
-                            self._created.append(thread_id)
+                    thread_id = thread_of(change.key) if change.kind == THREAD_EVENT else None
+                    # An earlier raf logged every save: a thread is listed once.
+                    if thread_id is not None and thread_id not in self._known:
+                        self._known.add(thread_id)
+                        self._created.append(thread_id)
                 if changes:
                     self._after = changes[-1].position
                 if len(changes) < self._batch:

@@ -1,14 +1,17 @@
-"""`Threads`: AG-UI threads as raf sessions, kept in a store's event log so they outlive the server.
+"""`Threads`: AG-UI threads as store-backed raf sessions, so they outlive the server.
 
-A thread is one `Session` (its id is the thread id) plus the ids of the AG-UI messages it has
-taken in or produced. Each save writes the session's state as a checkpoint of the session id
-`thread:ID` (whose data the store cuts into parts kept once each, so a save writes only what
-the turn added); its first save also writes an event of kind `raf.serve.thread` to the log,
-by which threads are listed; opening a thread reads the newest such checkpoint (or, for a thread saved by an
-earlier raf, the session JSON its newest event names). A run holds its thread (`Threads.hold`) through the store's session locks, loads it
-then, and saves it before letting go: so several server workers on one database serve one
-thread in turn, each from the state the one before saved, and a second run while one holds the
-thread gets `SessionBusy`. Nothing of a thread stays in memory between runs.
+A thread is one `Session` (its id is the thread id) with a store: opening a thread loads the
+session's newest saved state, and each save is the session's own fenced save (`Session.save`,
+whose records the store cuts into parts kept once each, so a save writes only what the turn
+added). Beside the conversation, the session keeps under `THREAD_KEY` what the AG-UI front
+needs of the thread: the ids of the AG-UI messages it has taken in or produced, its runs, the
+ids its clients know its open requests by, and the client's context and shared state. Its
+first save also writes an event of kind `raf.serve.thread` to the log (under
+`listing_key(id)`), by which threads are listed. A run holds its thread (`Threads.hold`)
+through the store's session locks, loads it then, and saves it before letting go: so several
+server workers on one database serve one thread in turn, each from the state the one before
+saved, and a second run while one holds the thread gets `SessionBusy`. Nothing of a thread
+stays in memory between runs. Threads an earlier raf saved (under `thread:ID`) still open.
 
 Example:
     >>> import anyio
@@ -37,16 +40,38 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raf._defaults import new_dict, new_list, new_set
+from raf._session_records import RECORD_KIND, RESERVED_PREFIX, SessionRecord, record_key
 from raf.errors import SessionBusy
-from raf.session import Session
+from raf.session import Session, checked_id
 from raf.stores import Checkpoint, CheckpointStore, EventLog, StoredEvent, new_id
 from raf.stores._session_locks import SessionLocks
 from raf.stores.base import SessionLocking
 
-__all__ = ["THREAD_EVENT", "Thread", "ThreadStore", "Threads", "check_thread_id"]
+__all__ = [
+    "THREAD_EVENT",
+    "THREAD_KEY",
+    "TURN_KINDS",
+    "Thread",
+    "ThreadStore",
+    "Threads",
+    "check_thread_id",
+    "is_turn",
+    "listing_key",
+    "thread_of",
+    "turn_keys",
+]
 
 THREAD_EVENT = "raf.serve.thread"
-"""Kind of the log events that hold a thread's saved state."""
+"""Kind of the log event that lists a thread (and of a thread's save by an earlier raf)."""
+
+THREAD_KEY = "#agui"
+"""The session key of what the AG-UI front keeps of a thread beside its conversation."""
+
+TURN_KINDS = frozenset({RECORD_KIND, THREAD_EVENT})
+"""The `workflow_id`s of a thread's saved turns: session records (and earlier threads' saves)."""
+
+_LISTING_PREFIX = RESERVED_PREFIX + "thread:"
+_LEGACY_PREFIX = "thread:"
 
 
 @runtime_checkable
@@ -55,7 +80,7 @@ class ThreadStore(CheckpointStore, EventLog, Protocol):
 
 
 class _State(BaseModel):
-    """What one save of a thread keeps as its checkpoint's data."""
+    """What one save of a thread kept as its checkpoint's data, before threads were sessions."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -64,6 +89,25 @@ class _State(BaseModel):
     """Format version."""
     state: dict[str, Any]
     """`Session.snapshot()` of the thread's session."""
+    seen: list[str] = Field(default_factory=new_list)
+    """AG-UI message ids the thread has taken in or produced."""
+    runs: int = 0
+    """Runs started on the thread."""
+    asked: dict[str, str] = Field(default_factory=new_dict)
+    """The open requests: raf request id to the id the client knows it by."""
+    said: list[str] = Field(default_factory=new_list)
+    """Messages (JSON) the client was sent in the earlier runs of a turn still waiting."""
+    context: list[str] = Field(default_factory=new_list)
+    """The client context the thread took in last (AG-UI `context`, one JSON entry each)."""
+    shared: Any = None
+    """The shared state the thread took in last (AG-UI `state`), None before any."""
+
+
+class _Facts(BaseModel):
+    """What the AG-UI front keeps of a thread in its session (under `THREAD_KEY`)."""
+
+    model_config = ConfigDict(frozen=True)
+
     seen: list[str] = Field(default_factory=new_list)
     """AG-UI message ids the thread has taken in or produced."""
     runs: int = 0
@@ -121,9 +165,9 @@ class Threads:
     """Opens, holds and saves threads in `store`.
 
     Args:
-        store: where the sessions' JSON goes; also the checkpoint store of their runs, and
-            what holds a thread for a run (`lock_session`, which every store of `raf.stores`
-            has; a store without it holds threads within this process only).
+        store: where the threads' sessions are kept; also the checkpoint store of their
+            runs, and what holds a thread for a run (`lock_session`, which every store of
+            `raf.stores` has; a store without it holds threads within this process only).
     """
 
     def __init__(self, store: ThreadStore) -> None:
@@ -134,7 +178,7 @@ class Threads:
         """The thread `thread_id` as last saved (new when never saved), without holding it.
 
         Raises:
-            ValueError: when the id is empty, or its saved state is not a thread's.
+            ValueError: when the id cannot name a thread, or its saved state is not a thread's.
         """
         return await self._load(check_thread_id(thread_id))
 
@@ -145,9 +189,10 @@ class Threads:
         Raises:
             SessionBusy: another run holds the thread (in this process, or in another one
                 sharing the store).
-            ValueError: when the id is empty, or its saved state is not a thread's.
+            ValueError: when the id cannot name a thread, or its saved state is not a thread's.
         """
-        lock = await self._locks.lock_session(_key(check_thread_id(thread_id)), wait=False)
+        key = listing_key(check_thread_id(thread_id))
+        lock = await self._locks.lock_session(key, wait=False)
         if lock is None:
             raise SessionBusy(thread_id)
         try:
@@ -156,46 +201,35 @@ class Threads:
             await lock.release()
 
     async def save(self, thread: Thread) -> None:
-        """Write the thread's session and seen ids as its newest state."""
+        """Write the thread's session, with what the thread keeps beside it, as its newest
+        state (a fenced save of the session: see `Session.save`).
+
+        Raises:
+            SessionConflict: another process saved the thread since it was loaded.
+        """
         async with thread.lock:
-            saved = _State(
-                state=thread.session.snapshot(),
-                seen=sorted(thread.seen),
-                runs=thread.runs,
-                asked=thread.asked,
-                said=thread.said,
-                context=thread.context,
-                shared=thread.shared,
-            )
-            checkpoint_id = new_id()
-            await self.store.save(
-                Checkpoint(
-                    id=checkpoint_id,
-                    session_id=_key(thread.id),
-                    workflow_id=THREAD_EVENT,
-                    superstep=0,
-                    created_at=datetime.now(UTC),
-                    data=saved.model_dump(mode="json"),
-                )
-            )
+            thread.session.set(THREAD_KEY, _facts(thread).model_dump(mode="json"))
+            await thread.session.save()
             if not thread.listed:
                 await self.store.append(
                     StoredEvent(
                         id=new_id(),
                         occurred_at=datetime.now(UTC),
                         kind=THREAD_EVENT,
-                        key=_key(thread.id),
-                        meta={"checkpoint": checkpoint_id},
+                        key=listing_key(thread.id),
+                        meta={"checkpoint": thread.session.saved},
                     )
                 )
                 thread.listed = True
 
     async def _load(self, thread_id: str) -> Thread:
-        checkpoint_id = await self.store.latest(_key(thread_id))
-        if checkpoint_id is not None:
-            checkpoint = await self.store.load(checkpoint_id)
-            return self._thread(thread_id, _State.model_validate(checkpoint.data), listed=True)
-        return await self._load_earlier(thread_id)
+        session = Session(thread_id, store=self.store)
+        session.save_turns = False  # `save` writes each turn, with the thread's facts
+        await session.load()
+        if session.saved is not None:
+            facts = _Facts.model_validate(session.get(THREAD_KEY) or {})
+            return _thread(thread_id, session, facts, listed=True)
+        return await self._load_earlier(thread_id, session)
 
     async def fork(self, thread_id: str, data: Mapping[str, Any]) -> None:
         """Start the new thread `thread_id` as a copy of a thread's saved checkpoint `data`.
@@ -217,55 +251,119 @@ class Threads:
         Raises:
             ValueError: when `data` is not a thread's saved state.
         """
-        saved = _State(state={}) if data is None else _saved(data)
-        thread.session.restore(saved.state)
-        thread.seen, thread.runs, thread.asked = set(saved.seen), saved.runs, dict(saved.asked)
-        thread.said, thread.context = list(saved.said), list(saved.context)
-        thread.shared = saved.shared
+        state, facts = ({}, _Facts()) if data is None else _saved(data)
+        thread.session.restore(state)
+        thread.seen, thread.runs, thread.asked = set(facts.seen), facts.runs, dict(facts.asked)
+        thread.said, thread.context = list(facts.said), list(facts.context)
+        thread.shared = facts.shared
 
-    def _thread(self, thread_id: str, saved: _State, *, listed: bool) -> Thread:
-        session = Session(thread_id, store=self.store)
-        session.restore(saved.state)
-        return Thread(
-            thread_id,
-            session,
-            set(saved.seen),
-            listed=listed,
-            runs=saved.runs,
-            asked=dict(saved.asked),
-            said=list(saved.said),
-            context=list(saved.context),
-            shared=saved.shared,
-        )
-
-    async def _load_earlier(self, thread_id: str) -> Thread:
-        """A thread as an earlier raf saved it (its whole session JSON, named by its event)."""
-        events = [e for e in await self.store.events(key=_key(thread_id)) if e.kind == THREAD_EVENT]
+    async def _load_earlier(self, thread_id: str, session: Session) -> Thread:
+        """A thread as an earlier raf saved it (a checkpoint of `thread:ID`, or before that
+        its whole session JSON, named by its event), else a new thread."""
+        checkpoint_id = await self.store.latest(_LEGACY_PREFIX + thread_id)
+        if checkpoint_id is not None:
+            checkpoint = await self.store.load(checkpoint_id)
+            # Only a thread's own save: a session named `thread:ID` files its runs there too.
+            if checkpoint.workflow_id == THREAD_EVENT:
+                state, facts = _saved(checkpoint.data)
+                session.restore(state)
+                return _thread(thread_id, session, facts, listed=True)
+        events = [
+            e
+            for e in await self.store.events(key=_LEGACY_PREFIX + thread_id)
+            if e.kind == THREAD_EVENT
+        ]
         if not events or events[-1].hash is None:
-            return Thread(thread_id, Session(thread_id, store=self.store))
+            return Thread(thread_id, session)
         raw = await self.store.get(events[-1].hash)
         saved = _Saved.model_validate_json(raw)
-        session = Session.from_json(saved.session, store=self.store)
+        session.restore(Session.from_json(saved.session).snapshot())
         return Thread(thread_id, session, set(saved.seen), listed=True)
 
 
-def _saved(data: Mapping[str, Any]) -> _State:
+def _thread(thread_id: str, session: Session, facts: _Facts, *, listed: bool) -> Thread:
+    return Thread(
+        thread_id,
+        session,
+        set(facts.seen),
+        listed=listed,
+        runs=facts.runs,
+        asked=dict(facts.asked),
+        said=list(facts.said),
+        context=list(facts.context),
+        shared=facts.shared,
+    )
+
+
+def _facts(thread: Thread) -> _Facts:
+    return _Facts(
+        seen=sorted(thread.seen),
+        runs=thread.runs,
+        asked=thread.asked,
+        said=thread.said,
+        context=thread.context,
+        shared=thread.shared,
+    )
+
+
+def _saved(data: Mapping[str, Any]) -> tuple[dict[str, Any], _Facts]:
+    """The session state and the thread's facts a turn's saved checkpoint `data` holds (a
+    session record, or a thread's save of an earlier raf)."""
     try:
-        return _State.model_validate(data)
+        if data.get("type") == RECORD_KIND:
+            state = dict(SessionRecord.model_validate(data).state)
+            return state, _Facts.model_validate(state.get(THREAD_KEY) or {})
+        old = _State.model_validate(data)
     except ValidationError as exc:
         raise ValueError(f"not a thread's saved state: {exc.errors()[0]['msg']}") from None
+    facts = _Facts(
+        seen=old.seen,
+        runs=old.runs,
+        asked=old.asked,
+        said=old.said,
+        context=old.context,
+        shared=old.shared,
+    )
+    return dict(old.state), facts
 
 
 def check_thread_id(thread_id: str) -> str:
-    """`thread_id`, when it can name a thread.
+    """`thread_id`, when it can name a thread: as a session id (see `Session`), and printable.
 
     Raises:
-        ValueError: when it is empty.
+        ValueError: saying what is wrong with it.
     """
     if not thread_id:
         raise ValueError("threadId is empty: give each conversation a non-empty id")
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in thread_id):
+        raise ValueError(
+            f"threadId {thread_id[:40]!r} holds a control character: use printable characters"
+        )
+    checked_id(thread_id)
     return thread_id
 
 
-def _key(thread_id: str) -> str:
-    return "thread:" + thread_id
+def listing_key(thread_id: str) -> str:
+    """The log key of thread `thread_id`'s events (its listing, its fork's origin)."""
+    return _LISTING_PREFIX + thread_id
+
+
+def thread_of(key: str) -> str | None:
+    """The thread whose events are filed under the log key `key` (as `listing_key` makes it,
+    or as an earlier raf did), or None."""
+    for prefix in (_LISTING_PREFIX, _LEGACY_PREFIX):
+        if key.startswith(prefix):
+            return key.removeprefix(prefix)
+    return None
+
+
+def turn_keys(thread_id: str) -> tuple[str, str]:
+    """The checkpoint keys a thread's turns are saved under: its session's records, and where
+    an earlier raf saved them (whose checkpoints are a thread's only when their
+    `workflow_id` is in `TURN_KINDS`)."""
+    return record_key(thread_id), _LEGACY_PREFIX + thread_id
+
+
+def is_turn(checkpoint: Checkpoint) -> bool:
+    """Whether `checkpoint` is a thread's saved turn (not a step of a workflow run)."""
+    return checkpoint.workflow_id in TURN_KINDS

@@ -91,6 +91,17 @@ class CheckpointStore(Protocol):
         ...
 
 
+@runtime_checkable
+class FencedSaves(Protocol):
+    """A store whose checkpoint saves can name the save they follow (an expected-version
+    write), as a session's saves do."""
+
+    async def save_following(self, checkpoint: Checkpoint, follows: str | None) -> None:
+        """Store `checkpoint` only when the newest checkpoint of its `session_id` is `follows`
+        (None: it has none); else raise `SessionConflict`, writing nothing."""
+        ...
+
+
 class _Unchecked(Enum):
     UNCHECKED = "unchecked"
 

@@ -77,7 +77,12 @@ async def test_a_nested_wait_answered_by_a_failing_turn_takes_the_next_answer() 
     assert ids(asked) == ["outer/inner/review@1#0"]
     with pytest.raises(WorkflowError, match="publisher down"):  # after inner completed
         await outer.run("yes", session).collect()
-    assert sorted(session.keys("")) == ["outer#history", "outer#pending", "outer/inner#pending"]
+    assert sorted(session.keys("")) == [
+        "outer#history",
+        "outer#pending",
+        "outer#requests",
+        "outer/inner#pending",
+    ]
     done = await outer.run("yes again", session).collect()
     assert (done.status, done.text) == ("completed", "wrapped: draft on dogs: yes again")
     history = [m.text for m in session.get("outer#history")]

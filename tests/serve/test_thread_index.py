@@ -12,7 +12,7 @@ from raf import FunctionAgent
 from raf.serve import create_app
 from raf.serve.agui.studio import LIST_LIMIT
 from raf.serve.thread_index import ThreadIndex
-from raf.serve.threads import Threads
+from raf.serve.threads import Threads, turn_keys
 from raf.stores import EventChange, PostgresCheckpointStore, SqliteCheckpointStore, StoredEvent
 
 pytestmark = pytest.mark.anyio
@@ -84,7 +84,7 @@ async def test_the_route_lists_many_threads_a_page_at_a_time(tmp_path: Path) -> 
     app = create_app(FunctionAgent("echo", lambda m: m[-1].text), store)
     names = [f"t{n:04d}" for n in range(MANY)]
     await make_threads(Threads(store), names)
-    turn = (await store.list("thread:t0001"))[-1]
+    turn = (await store.list(turn_keys("t0001")[0]))[-1]
     transport = httpx2.ASGITransport(app)
     async with httpx2.AsyncClient(transport=transport, base_url="http://localhost") as http:
         made = await http.post(f"/studio/threads/t0001/checkpoints/{turn}/fork", json={})

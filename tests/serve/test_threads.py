@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from raf import Session, SessionBusy
-from raf.serve.threads import THREAD_EVENT, Threads
+from raf.serve.threads import THREAD_EVENT, Threads, listing_key, turn_keys
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore, StoredEvent, new_id
 
 pytestmark = pytest.mark.anyio
@@ -26,8 +26,8 @@ async def test_a_thread_saved_in_sqlite_opens_in_a_new_store(tmp_path: Path) -> 
         thread.session.set("root#history", ["hi", "again"])
         await threads.save(thread)
         # One event lists the thread; each save is a checkpoint of its own.
-        assert [e.kind for e in await store.events(key="thread:chat")] == [THREAD_EVENT]
-        assert len(await store.list("thread:chat")) == 2
+        assert [e.kind for e in await store.events(key=listing_key("chat"))] == [THREAD_EVENT]
+        assert len(await store.list(turn_keys("chat")[0])) == 2
     async with SqliteCheckpointStore(path) as reopened:
         again = await Threads(reopened).open("chat")
     assert again.session.id == "chat"

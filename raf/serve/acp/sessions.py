@@ -30,7 +30,7 @@ from acp.schema import AgentMessageChunk, SessionInfo, UserMessageChunk
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from raf.messages import message_list_adapter
-from raf.serve.threads import THREAD_EVENT, Thread, Threads, ThreadStore
+from raf.serve.threads import THREAD_EVENT, Thread, Threads, ThreadStore, thread_of
 
 __all__ = ["AcpSessions", "SessionFacts"]
 
@@ -92,10 +92,9 @@ class AcpSessions:
     async def list(self, cwd: str | None = None) -> list[SessionInfo]:
         """Every ACP session of the store (in `cwd`, when given), most recently used first."""
         store = self._threads.store
-        keys = {e.key for e in await store.events() if e.kind == THREAD_EVENT}
+        listed = (thread_of(e.key) for e in await store.events() if e.kind == THREAD_EVENT)
         found: list[SessionInfo] = []
-        for key in keys:
-            session_id = key.removeprefix("thread:")
+        for session_id in {thread_id for thread_id in listed if thread_id is not None}:
             facts = await self.facts(session_id)
             if facts is None or (cwd is not None and facts.cwd != cwd):
                 continue

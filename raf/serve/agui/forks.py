@@ -23,15 +23,13 @@ from starlette.requests import Request
 from raf.engine import WorkflowAgent
 from raf.registry import AgentRegistry
 from raf.serve.agui.streaming import Resumed
-from raf.serve.threads import ThreadStore, check_thread_id
+from raf.serve.threads import ThreadStore, check_thread_id, is_turn, turn_keys
 from raf.stores import Checkpoint
 
 __all__ = ["BODY_LIMIT", "ForkRefused", "ForkRequest", "read_fork_request", "resumption"]
 
 BODY_LIMIT = 4096
 """The most bytes a fork's body may have."""
-
-_THREAD_PREFIX = "thread:"
 
 
 class ForkRefused(Exception):
@@ -135,9 +133,20 @@ async def resumption(
             "that graph: fork with the agent that saved it",
         )
     # The source thread as the checkpoint's turn found it: its newest save before the turn.
-    turns = [cid for cid in await store.list(_THREAD_PREFIX + source) if cid < checkpoint.id]
-    before = (await store.load(turns[-1])).data if turns else None
+    before = await _turn_before(store, source, checkpoint.id)
     return path, Resumed(agent, checkpoint.id, before)
+
+
+async def _turn_before(store: ThreadStore, thread_id: str, checkpoint_id: str) -> Any:
+    """The data of thread `thread_id`'s newest saved turn before `checkpoint_id`, or None."""
+    records, earlier = turn_keys(thread_id)
+    turns = sorted([*await store.list(records), *await store.list(earlier)], reverse=True)
+    for turn_id in turns:
+        if turn_id < checkpoint_id:
+            saved = await store.load(turn_id)
+            if is_turn(saved):
+                return saved.data
+    return None
 
 
 def _list(value: Any) -> list[Any]:

@@ -52,7 +52,15 @@ from raf.serve.agui.forks import ForkRefused, read_fork_request, resumption
 from raf.serve.agui.live_runs import LiveRun, LiveRuns, RunsClosed, TooManyRuns
 from raf.serve.agui.streaming import stream_run
 from raf.serve.thread_index import ThreadIndex
-from raf.serve.threads import THREAD_EVENT, Threads, ThreadStore, check_thread_id
+from raf.serve.threads import (
+    THREAD_EVENT,
+    Threads,
+    ThreadStore,
+    check_thread_id,
+    is_turn,
+    listing_key,
+    turn_keys,
+)
 from raf.stores import Checkpoint, StoredEvent, new_id
 
 __all__ = ["FORK_EVENT", "LIST_LIMIT", "studio_routes"]
@@ -64,7 +72,6 @@ FORK_EVENT = "raf.serve.fork"
 
 _GRAPH_LIMIT = 300
 _MESSAGE_LIMIT = 50
-_THREAD_PREFIX = "thread:"
 
 Denied = Callable[[Request], Response | None]
 """The app's token check: the refusal to send, or None when the request may go on."""
@@ -100,11 +107,13 @@ def studio_routes(
         if (refusal := denied(request)) is not None:
             return refusal
         thread_id: str = request.path_params["thread"]
-        turns = await store.list(_THREAD_PREFIX + thread_id)
+        records, earlier = turn_keys(thread_id)
+        turns = [*await store.list(records), *await store.list(earlier)]
         steps = await store.list(thread_id)
         ids = sorted([*turns, *steps])
         shown = ids[-LIST_LIMIT:]
-        listed = [_summary(await store.load(checkpoint_id)) for checkpoint_id in shown]
+        loaded = [await store.load(checkpoint_id) for checkpoint_id in shown]
+        listed = [_summary(c) for c in loaded if _of_thread(c, thread_id)]
         return JSONResponse(
             {"thread": thread_id, "checkpoints": listed, "truncated": len(ids) > len(shown)}
         )
@@ -129,7 +138,7 @@ def studio_routes(
             new_thread = asked.thread or uuid.uuid4().hex
             if live.of_thread(new_thread) or (await threads.open(new_thread)).listed:
                 raise ForkRefused(409, f"thread {new_thread!r} exists already: fork into a new id")
-            if found.workflow_id == THREAD_EVENT:
+            if is_turn(found):
                 started = None
                 await _copy(threads, new_thread, found)
             else:
@@ -142,7 +151,7 @@ def studio_routes(
                 id=new_id(),
                 occurred_at=datetime.now(UTC),
                 kind=FORK_EVENT,
-                key=_THREAD_PREFIX + new_thread,
+                key=listing_key(new_thread),
                 meta=origin,
             )
         )
@@ -290,9 +299,17 @@ async def _checkpoint_of(threads: Threads, request: Request) -> Checkpoint | Res
         checkpoint = await threads.store.load(checkpoint_id)
     except KeyError:
         return missing
-    if checkpoint.session_id not in (thread_id, _THREAD_PREFIX + thread_id):
+    if not _of_thread(checkpoint, thread_id):
         return missing
     return checkpoint
+
+
+def _of_thread(checkpoint: Checkpoint, thread_id: str) -> bool:
+    """Whether `checkpoint` is a saved turn of thread `thread_id`, or a step of its runs."""
+    records, earlier = turn_keys(thread_id)
+    if checkpoint.session_id == earlier:  # a session named `thread:ID` files its runs there
+        return is_turn(checkpoint)
+    return checkpoint.session_id in (thread_id, records)
 
 
 async def _copy(threads: Threads, new_thread: str, checkpoint: Checkpoint) -> None:
@@ -309,7 +326,11 @@ async def _listed(store: ThreadStore, thread_id: str) -> dict[str, Any]:
     """A thread as the listing shows it: when it was created, what it was forked from."""
     created: StoredEvent | None = None
     forked: dict[str, Any] | None = None
-    for event in await store.events(key=_THREAD_PREFIX + thread_id):
+    events = [
+        *await store.events(key=listing_key(thread_id)),
+        *await store.events(key=turn_keys(thread_id)[1]),
+    ]
+    for event in events:
         if event.kind == THREAD_EVENT and created is None:
             created = event
         elif event.kind == FORK_EVENT:
@@ -322,7 +343,7 @@ async def _listed(store: ThreadStore, thread_id: str) -> dict[str, Any]:
 
 
 def _summary(checkpoint: Checkpoint) -> dict[str, Any]:
-    turn = checkpoint.workflow_id == THREAD_EVENT
+    turn = is_turn(checkpoint)
     return {
         "id": checkpoint.id,
         "kind": "turn" if turn else "step",
@@ -344,7 +365,7 @@ def _inside(checkpoint: Checkpoint) -> list[str]:
 
 def _inspected(checkpoint: Checkpoint) -> dict[str, Any]:
     data = checkpoint.data
-    turn = checkpoint.workflow_id == THREAD_EVENT
+    turn = is_turn(checkpoint)
     nexts = [] if turn else [entry[0] for entry in _list(data.get("pending")) if _list(entry)]
     return {
         **_summary(checkpoint),
@@ -358,7 +379,7 @@ def _inspected(checkpoint: Checkpoint) -> dict[str, Any]:
 def _pending(checkpoint: Checkpoint) -> list[dict[str, Any]]:
     """The requests of a checkpoint still waiting for an answer, in the order they were asked."""
     data = checkpoint.data
-    if checkpoint.workflow_id != THREAD_EVENT:
+    if not is_turn(checkpoint):
         runs = [data]
     else:
         state = _dict(data.get("state"))
@@ -388,7 +409,7 @@ def _pending(checkpoint: Checkpoint) -> list[dict[str, Any]]:
 def _messages(checkpoint: Checkpoint) -> list[dict[str, Any]]:
     """The conversation a checkpoint holds: the thread's history, or the turn so far."""
     data = checkpoint.data
-    if checkpoint.workflow_id == THREAD_EVENT:
+    if is_turn(checkpoint):
         state = _dict(data.get("state"))
         histories = [v for k, v in state.items() if k.endswith("#history") and "/" not in k]
         raw = [m for history in histories for m in _list(history)]
