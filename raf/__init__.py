@@ -39,6 +39,8 @@ from raf.errors import RoleStepFailed as RoleStepFailed
 from raf.errors import RunTimeout as RunTimeout
 from raf.errors import SchemaValidationError as SchemaValidationError
 from raf.errors import SessionBusy as SessionBusy
+from raf.errors import SessionConflict as SessionConflict
+from raf.errors import SessionLockLost as SessionLockLost
 from raf.errors import ToolError as ToolError
 from raf.errors import UnansweredCalls as UnansweredCalls
 from raf.errors import UnknownRequest as UnknownRequest
@@ -50,6 +52,7 @@ from raf.messages import ReasoningContent as ReasoningContent
 from raf.messages import TextContent as TextContent
 from raf.messages import ToolCallContent as ToolCallContent
 from raf.messages import ToolResultContent as ToolResultContent
+from raf.pending import PendingRequest as PendingRequest
 from raf.updates import AgentResponse as AgentResponse
 from raf.updates import AgentUpdate as AgentUpdate
 from raf.updates import ExecutorInvoked as ExecutorInvoked
@@ -281,6 +284,7 @@ __all__ = [
     "MessageCompleted",
     "NodeContext",
     "OpenAIProvider",
+    "PendingRequest",
     "PostgresCheckpointStore",
     "ProgressLedger",
     "ProviderError",
@@ -300,6 +304,8 @@ __all__ = [
     "SequentialBuilder",
     "Session",
     "SessionBusy",
+    "SessionConflict",
+    "SessionLockLost",
     "SpeakerSaid",
     "SqliteCheckpointStore",
     "Step",

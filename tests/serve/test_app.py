@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from starlette.applications import Starlette
 
-from raf import FunctionAgent
+from raf import FunctionAgent, SequentialBuilder
 from raf.messages import ChatMessage
 from raf.serve import create_app
 from raf.stores import MemoryCheckpointStore, SqliteCheckpointStore
@@ -282,3 +282,28 @@ def test_create_app_checks_its_arguments() -> None:
         create_app(["not an agent"], MemoryCheckpointStore())  # type: ignore[list-item]
     with pytest.raises(TypeError, match="event log"):
         create_app(newsroom(), store=object())  # type: ignore[arg-type]
+
+
+async def test_a_thread_named_like_another_threads_key_breaks_nothing() -> None:
+    # A workflow checkpoints its steps under the thread's id: `thread:abc` is where an earlier
+    # raf kept thread `abc`.
+    echo = FunctionAgent("echo", lambda m: " ".join(x.text for x in m))
+    desk = SequentialBuilder(id="desk").add_agent(echo).build().as_agent()
+    async with client(create_app(desk, MemoryCheckpointStore())) as http:
+        first = await run(http, "desk", run_input("thread:abc", user("m1", "one")))
+        second = await run(http, "desk", run_input("abc", user("m2", "two")))
+        third = await run(http, "desk", run_input("abc", user("m3", "three")))
+    assert [e[-1]["type"] for e in (first, second, third)] == ["RUN_FINISHED"] * 3
+    assert text_of(third, "echo") == "two two three"
+
+
+@pytest.mark.parametrize(
+    ("thread_id", "said"),
+    [("raf:thread:x", "reserves"), ("a\x01b", "control character"), ("t" * 600, "characters")],
+)
+async def test_a_thread_id_that_cannot_name_a_thread_is_a_422(thread_id: str, said: str) -> None:
+    echo = FunctionAgent("echo", lambda m: m[-1].text)
+    async with client(create_app(echo, MemoryCheckpointStore())) as http:
+        response = await http.post("/agents/echo/run", json=run_input(thread_id, user("m", "hi")))
+    assert response.status_code == 422
+    assert said in response.json()["detail"]
