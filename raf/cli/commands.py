@@ -21,7 +21,7 @@ from rich.tree import Tree
 
 from raf.agent import IAgent
 from raf.cli.interrupt import EXIT_INTERRUPTED, until_interrupted
-from raf.cli.run import RunRequest, load_session, run_and_answer
+from raf.cli.run import RunRequest, checked_session_id, load_session, run_and_answer
 from raf.cli.runs import durable_serving
 from raf.cli.targets import as_agent, load_target
 from raf.registry import AgentTree, tree_of
@@ -30,12 +30,21 @@ _EVERY_ADDRESS = frozenset({"", "0.0.0.0", "::"})
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
-    """`raf run MODULE:ATTR PROMPT [--session FILE] [--json]`."""
+    """`raf run MODULE:ATTR PROMPT [--session ID|FILE] [--store PATH] [--json]`."""
+    if args.store is not None:
+        if args.session is None:
+            raise SystemExit("--store keeps sessions: name the one to run with --session ID")
+        _check_store(args.store)
+        checked_session_id(args.session)
     request = RunRequest(
         target=args.target,
         prompt=args.prompt,
-        session_file=Path(args.session) if args.session is not None else None,
+        session_file=Path(args.session)
+        if args.session is not None and args.store is None
+        else None,
         as_json=args.json,
+        store=args.store,
+        session_id=args.session if args.store is not None else None,
     )
     session = load_session(request.session_file)
     agent = as_agent(load_target(request.target))

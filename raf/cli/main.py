@@ -2,7 +2,7 @@
 
     raf demo                                   a nested workflow on the scripted model
     raf run MODULE:ATTR "prompt"               stream a run as a live tree, then its answer
-        [--session FILE] [--json] [--trace]
+        [--session ID|FILE] [--store PATH] [--json] [--trace]
     raf tree MODULE:ATTR [--json]              the agent tree
     raf graph MODULE:ATTR --format mermaid     a workflow's graph (mermaid or dot)
     raf serve MODULE:ATTR [--port 8000]        serve it over AG-UI (HTTP), with a web page
@@ -90,8 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", help="the user message (answers a waiting run's request)")
     run.add_argument(
         "--session",
-        metavar="FILE",
-        help="a JSON session file: continue its conversation, or answer its waiting run",
+        metavar="ID|FILE",
+        help="the session to continue, or whose waiting run to answer: its id in --store, "
+        "or (without --store) a JSON session file",
+    )
+    run.add_argument(
+        "--store",
+        metavar="PATH",
+        help="a SQLite file that keeps the sessions (made when missing); any process "
+        "continues a session of it by its id",
     )
     run.add_argument("--json", action="store_true", help="print the updates as JSON lines")
     run.set_defaults(handler=cmd_run)

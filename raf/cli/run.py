@@ -3,8 +3,10 @@
 The run streams as a live tree (or, with `--json`, as JSON lines, one update each); then the
 answer follows: each answering agent's last message, and the structured value of an agent with an
 output schema (instead of the text it may have been corrected away from) or of a graph. With
-`--session FILE` the conversation is read from and saved to a JSON session file, so the next
-`raf run` continues it, or answers the requests a waiting run asked.
+`--session ID --store PATH` the run is a turn of the session ID kept in the SQLite file PATH
+(loaded by the run, saved once its turn finished), so the next `raf run`, in any process,
+continues it or answers the requests a waiting run asked; `--session FILE` alone keeps the
+session in a JSON file instead.
 """
 
 from __future__ import annotations
@@ -68,6 +70,22 @@ class RunRequest:
     """The JSON session file to continue and save, if any."""
     as_json: bool
     """Print the raw update stream as JSON lines instead of the live tree."""
+    store: str | None = None
+    """The SQLite file that keeps the sessions, if any."""
+    session_id: str | None = None
+    """The id of the session of `store` to continue."""
+
+
+def checked_session_id(session_id: str) -> str:
+    """`session_id`, when a store can keep a session under it.
+
+    Raises:
+        SystemExit: saying what is wrong with it.
+    """
+    try:
+        return Session(session_id).id
+    except (TypeError, ValueError) as exc:
+        raise SystemExit(f"--session: {exc}") from None
 
 
 def load_session(path: Path | None) -> Session | None:
@@ -105,6 +123,19 @@ async def run_and_answer(
     agent: IAgent, request: RunRequest, session: Session | None, console: Console
 ) -> int:
     """Run `agent` as `request` says, save the session, print the answer; the exit status."""
+    if request.store is not None and request.session_id is not None:
+        from raf.stores import SqliteCheckpointStore
+
+        # The session of the store: the run loads it, and saves it once the turn finished.
+        async with SqliteCheckpointStore(request.store) as store:
+            kept = Session(request.session_id, store)
+            return await _run_and_answer(agent, request, kept, console)
+    return await _run_and_answer(agent, request, session, console)
+
+
+async def _run_and_answer(
+    agent: IAgent, request: RunRequest, session: Session | None, console: Console
+) -> int:
     try:
         response = await run_agent(agent, request, session, console)
     except AgentError as exc:
@@ -175,14 +206,18 @@ def print_waiting(requests: list[RequestInfoUpdate], request: RunRequest, consol
             f"{escape(_render_value(asked.payload, indent=None))}",
             highlight=False,
         )
-    if request.session_file is None:
+    if request.store is not None and request.session_id is not None:
+        kept = f"--session {request.session_id} --store {request.store}"
+    elif request.session_file is not None:
+        kept = f"--session {request.session_file}"
+    else:
         console.print(
-            "[yellow]the run waits; run it with --session FILE to keep it and answer later[/]"
+            "[yellow]the run waits; run it with --session ID --store PATH (or --session FILE) "
+            "to keep it and answer later[/]"
         )
         return
     console.print(
-        f'[yellow]answer with:[/] raf run {escape(request.target)} "YOUR ANSWER" '
-        f"--session {escape(str(request.session_file))}",
+        f'[yellow]answer with:[/] raf run {escape(request.target)} "YOUR ANSWER" {escape(kept)}',
         highlight=False,
     )
 

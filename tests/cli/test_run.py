@@ -70,6 +70,38 @@ def test_the_next_prompt_answers_a_waiting_run_kept_in_the_session_file(
     assert "waiting" not in answered.out
 
 
+def test_a_session_of_a_store_is_answered_by_its_id_in_the_next_process(
+    tmp_path: Path, raf: RafCommand
+) -> None:
+    store = str(tmp_path / "runs.db")
+    kept = ("--session", "review-1", "--store", store)
+    asked = raf("run", "tests.cli.targets:approval", "cats", *kept)
+    assert asked.status == 0, asked.err
+    hint = (
+        'answer with: raf run tests.cli.targets:approval "YOUR ANSWER" '
+        f"--session review-1 --store {store}"
+    )
+    assert hint in " ".join(asked.out.split())
+    answered = raf("run", "tests.cli.targets:approval", "approve", *kept)
+    assert answered.status == 0, answered.err
+    assert answered.out.endswith("\ndraft on cats: approve\n")
+    counted = raf("run", "tests.cli.targets:counter", "hi", "--session", "c", "--store", store)
+    again = raf("run", "tests.cli.targets:counter", "again", "--session", "c", "--store", store)
+    assert (counted.out[-17:], again.out[-17:]) == ("\n1 user messages\n", "\n2 user messages\n")
+
+
+def test_a_store_without_a_session_or_a_bad_id_is_one_line(tmp_path: Path, raf: RafCommand) -> None:
+    store = str(tmp_path / "runs.db")
+    alone = raf("run", "tests.cli.targets:counter", "hi", "--store", store)
+    reserved = raf("run", "tests.cli.targets:counter", "hi", "--session", "raf:x", "--store", store)
+    assert (alone.status, reserved.status) == (2, 2)
+    assert (
+        alone.err.strip()
+        == "raf run: --store keeps sessions: name the one to run with --session ID"
+    )
+    assert reserved.err.startswith("raf run: --session: session id 'raf:x' starts with 'raf:'")
+
+
 def test_json_mode_keeps_stdout_for_updates_and_says_how_to_answer_on_stderr(
     tmp_path: Path,
     raf: RafCommand,
