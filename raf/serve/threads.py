@@ -45,7 +45,7 @@ from raf.errors import SessionBusy
 from raf.session import Session, checked_id
 from raf.stores import Checkpoint, CheckpointStore, EventLog, StoredEvent, new_id
 from raf.stores._session_locks import SessionLocks
-from raf.stores.base import SessionLocking
+from raf.stores.base import SessionLock, SessionLocking
 
 __all__ = [
     "THREAD_EVENT",
@@ -159,6 +159,8 @@ class Thread:
     """The client context the thread took in last (one JSON entry each)."""
     shared: Any = None
     """The shared state (AG-UI `state`) the thread took in last, None before any."""
+    hold: SessionLock | None = None
+    """The store's lock on the thread while `Threads.hold` holds it."""
 
 
 class Threads:
@@ -196,7 +198,9 @@ class Threads:
         if lock is None:
             raise SessionBusy(thread_id)
         try:
-            yield await self._load(thread_id)
+            thread = await self._load(thread_id)
+            thread.hold = lock
+            yield thread
         finally:
             await lock.release()
 
@@ -205,9 +209,13 @@ class Threads:
         state (a fenced save of the session: see `Session.save`).
 
         Raises:
+            SessionLockLost: the thread's lock was lost (nothing written).
             SessionConflict: another process saved the thread since it was loaded.
         """
         async with thread.lock:
+            check = getattr(thread.hold, "check", None)
+            if check is not None:  # a thread whose lock was lost writes nothing
+                await check()
             thread.session.set(THREAD_KEY, _facts(thread).model_dump(mode="json"))
             await thread.session.save()
             if not thread.listed:
