@@ -39,6 +39,8 @@ from raf.errors import RoleStepFailed as RoleStepFailed
 from raf.errors import RunTimeout as RunTimeout
 from raf.errors import SchemaValidationError as SchemaValidationError
 from raf.errors import SessionBusy as SessionBusy
+from raf.errors import SessionConflict as SessionConflict
+from raf.errors import SessionLockLost as SessionLockLost
 from raf.errors import ToolError as ToolError
 from raf.errors import UnansweredCalls as UnansweredCalls
 from raf.errors import UnknownRequest as UnknownRequest
@@ -300,6 +302,8 @@ __all__ = [
     "SequentialBuilder",
     "Session",
     "SessionBusy",
+    "SessionConflict",
+    "SessionLockLost",
     "SpeakerSaid",
     "SqliteCheckpointStore",
     "Step",

@@ -11,6 +11,8 @@
     ├── ProviderError               the model endpoint failed after retries
     ├── ToolError                   a tool could not be defined or called
     ├── SessionBusy                 another run of the session is in progress
+    ├── SessionLockLost             a run's session lock was lost (say, its connection dropped)
+    ├── SessionConflict             a fenced save lost the race: the session moved on
     ├── UnknownRequest              a tool result answers no pending request
     ├── UnansweredCalls             a turn answers some of an agent's client tool calls, not all
     ├── AppendConflict              an append lost the race: its key moved on (nothing written)
@@ -149,6 +151,52 @@ class SessionBusy(AgentError):
             path=path,
         )
         self.session_id = session_id
+
+
+class SessionLockLost(AgentError):
+    """A run's lock on its session was lost (its PostgreSQL connection dropped, its lock file
+    was replaced): the run stopped before writing, since another worker may hold the session
+    now. Run the turn again.
+
+    Attributes:
+        session_id: the session whose lock was lost.
+        reason: how it was lost.
+
+    Example:
+        >>> str(SessionLockLost("chat-1", "its PostgreSQL connection dropped"))
+        "the lock of session 'chat-1' was lost (its PostgreSQL connection dropped): this run stopped before writing; another worker may hold the session now; run the turn again"
+    """
+
+    def __init__(self, session_id: str, reason: str, *, path: AgentPath = ()) -> None:
+        super().__init__(
+            f"the lock of session {session_id!r} was lost ({reason}): this run stopped before "
+            "writing; another worker may hold the session now; run the turn again",
+            path=path,
+        )
+        self.session_id = session_id
+        self.reason = reason
+
+
+class SessionConflict(AgentError):
+    """A fenced save (`FencedSaves.save_following`) found that another writer saved the
+    session since this one read it; nothing was written. Load the session again and run the
+    turn again.
+
+    Attributes:
+        key: the session id saved under.
+        expected: the newest checkpoint id the save said it follows (None: the session had none).
+        found: the session's newest checkpoint id when the save was refused.
+    """
+
+    def __init__(self, key: str, expected: str | None, found: str | None) -> None:
+        super().__init__(
+            f"a save to session {key!r} expected its newest checkpoint to be {expected!r}, but "
+            f"another writer saved {found!r} since; nothing was written; load the session "
+            "again and run the turn again"
+        )
+        self.key = key
+        self.expected = expected
+        self.found = found
 
 
 class UnknownRequest(AgentError):
