@@ -61,12 +61,13 @@ class Generation:
 class Watch:
     """Finds lost holds of one store: `probe()` once, or `wait(gone)` probing every `interval`."""
 
-    __slots__ = ("_interval", "_news", "_probe", "_watching")
+    __slots__ = ("_interval", "_news", "_probe", "_waiters", "_watching")
 
     def __init__(self, probe: Callable[[], Awaitable[None]], *, interval: float) -> None:
         self._probe = probe
         self._interval = interval
         self._watching = False
+        self._waiters = 0
         self._news: anyio.Event | None = None
 
     async def probe(self) -> None:
@@ -86,16 +87,22 @@ class Watch:
     async def wait(self, gone: Callable[[], bool]) -> None:
         """Return once `gone()`: as the store's one prober when none probes yet, else asleep
         until told."""
-        while not gone():
-            if self._watching:
-                await self._next_news()
-                continue
-            self._watching = True
-            try:
-                await self._probe_until(gone)
-            finally:
-                self._watching = False
-                self.announce()  # so that another waiter takes the probing over
+        self._waiters += 1
+        try:
+            while not gone():
+                if self._watching:
+                    await self._next_news()
+                    continue
+                self._watching = True
+                try:
+                    await self._probe_until(gone)
+                finally:
+                    self._watching = False
+                    self.announce()  # so that another waiter takes the probing over
+        finally:
+            self._waiters -= 1
+            if not self._waiters:
+                self._news = None  # an event of this event loop, which the next may not be
 
     async def _probe_until(self, gone: Callable[[], bool]) -> None:
         due = anyio.current_time() + self._interval

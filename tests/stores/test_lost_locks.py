@@ -247,3 +247,17 @@ async def test_a_fenced_save_checks_what_it_follows(store: Store) -> None:
     with pytest.raises(ValueError, match=rf"'0' would sort before '{first.id}'"):
         await store.save_following(early, first.id)
     assert await store.list("s") == [first.id]
+
+
+async def test_check_alone_finds_a_dropped_postgres_lock_connection(
+    postgres_dsn: str, postgres_schema: str
+) -> None:
+    async with PostgresCheckpointStore(postgres_dsn, schema=postgres_schema) as store:
+        hold = await take(store, "s-1")
+        lose_locks(store, postgres_dsn)
+        with pytest.raises(SessionLockLost, match="PostgreSQL lock connection dropped"):
+            await hold.check()  # no lock call, no waiter: the check's own round trip
+        await hold.release()
+        again = await take(store, "s-1")  # on a new connection
+        await again.check()
+        await again.release()
