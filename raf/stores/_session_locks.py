@@ -75,14 +75,11 @@ class SessionLocks:
         then = None if beyond is None else partial(_take, beyond, session_id, wait, outer)
         try:
             release = await hold(
-                writer,
-                wait=wait,
-                then=then,
-                freed=partial(self._give_back, session_id, writer),
+                writer, wait=wait, then=then, freed=partial(self._give_back, session_id, writer)
             )
         finally:
             self._forget_if_free(session_id, writer)
-        return None if release is None else _Held(session_id, release, *outer)
+        return None if release is None else _Held(session_id, release, outer[0] if outer else None)
 
     def _give_back(self, session_id: str, writer: SessionWriter) -> None:
         writer.release()
