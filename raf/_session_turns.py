@@ -87,8 +87,21 @@ async def watched(session: Session, work: Callable[[], Awaitable[R]], path: Agen
                 tg.cancel_scope.cancel()
     except Exception as exc:
         if lost:  # the work failed as it was stopped: the lost lock is what happened
-            raise SessionLockLost(session.id, path=path) from exc
+            raise await _lost(session, path) from exc
         raise
     if lost:
-        raise SessionLockLost(session.id, path=path)
+        raise await _lost(session, path)
     return result  # pyright: ignore[reportReturnType]
+
+
+async def _lost(session: Session, path: AgentPath) -> SessionLockLost:
+    """The `SessionLockLost` of `session`'s lost lock, saying how the store lost it."""
+    held = session.held
+    check = None if held is None else getattr(held, "check", None)
+    try:
+        if check is not None:
+            await check()
+    except SessionLockLost as exc:
+        exc.path = path
+        return exc
+    return SessionLockLost(session.id, "the store let it go", path=path)

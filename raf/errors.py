@@ -11,8 +11,8 @@
     ├── ProviderError               the model endpoint failed after retries
     ├── ToolError                   a tool could not be defined or called
     ├── SessionBusy                 another run of the session is in progress
-    ├── SessionLockLost             a run's lock on its session was lost: it stopped before writing
-    ├── SessionConflict             a fenced save found the session saved by another run since
+    ├── SessionLockLost             a run's session lock was lost (say, its connection dropped)
+    ├── SessionConflict             a fenced save lost the race: the session moved on
     ├── UnknownRequest              a tool result answers no pending request
     ├── UnansweredCalls             a turn answers some of an agent's client tool calls, not all
     ├── AppendConflict              an append lost the race: its key moved on (nothing written)
@@ -154,39 +154,45 @@ class SessionBusy(AgentError):
 
 
 class SessionLockLost(AgentError):
-    """The lock a run held on its session was lost (its connection dropped, a failover, the
-    lock file replaced): the run stopped before writing, since another worker may hold the
-    session now.
+    """A run's lock on its session was lost (its PostgreSQL connection dropped, its lock file
+    was replaced): the run stopped before writing, since another worker may hold the session
+    now. Run the turn again.
 
     Attributes:
         session_id: the session whose lock was lost.
+        reason: how it was lost.
+
+    Example:
+        >>> str(SessionLockLost("chat-1", "its PostgreSQL connection dropped"))
+        "the lock of session 'chat-1' was lost (its PostgreSQL connection dropped): this run stopped before writing; another worker may hold the session now; run the turn again"
     """
 
-    def __init__(self, session_id: str, *, path: AgentPath = ()) -> None:
+    def __init__(self, session_id: str, reason: str, *, path: AgentPath = ()) -> None:
         super().__init__(
-            f"the lock of session {session_id!r} was lost (its connection to the store dropped, "
-            "or the store failed over): this run stopped before writing; another worker may "
-            "hold the session now; run the turn again",
+            f"the lock of session {session_id!r} was lost ({reason}): this run stopped before "
+            "writing; another worker may hold the session now; run the turn again",
             path=path,
         )
         self.session_id = session_id
+        self.reason = reason
 
 
 class SessionConflict(AgentError):
-    """A fenced save found that another writer saved the key since this one read it; nothing
-    was written.
+    """A fenced save (`FencedSaves.save_following`) found that another writer saved the
+    session since this one read it; nothing was written. Load the session again and run the
+    turn again.
 
     Attributes:
-        key: what was saved (a session's record key).
-        expected: the save it meant to follow (None: none).
-        found: the newest save of the key when this one was refused.
+        key: the session id saved under.
+        expected: the newest checkpoint id the save said it follows (None: the session had none).
+        found: the session's newest checkpoint id when the save was refused.
     """
 
     def __init__(self, key: str, expected: str | None, found: str | None) -> None:
         super().__init__(
-            f"{key!r} was saved by another run since this one read it (expected its newest save "
-            f"to be {expected!r}, found {found!r}); nothing was written; load it again and run "
-            "the turn again"
+            f"a save to session {key!r} expected its newest checkpoint to be {expected!r}, but "
+            f"another writer saved {found!r} since; nothing was written; load the session "
+            "again and run the turn again"
         )
         self.key = key
         self.expected = expected

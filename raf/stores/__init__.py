@@ -26,6 +26,7 @@ from raf.stores.base import Checkpoint as Checkpoint
 from raf.stores.base import CheckpointStore as CheckpointStore
 from raf.stores.base import EventChange as EventChange
 from raf.stores.base import EventLog as EventLog
+from raf.stores.base import FencedSaves as FencedSaves
 from raf.stores.base import SessionLock as SessionLock
 from raf.stores.base import SessionLocking as SessionLocking
 from raf.stores.base import StoredEvent as StoredEvent
@@ -55,6 +56,7 @@ __all__ = [
     "CheckpointVersionError",
     "EventChange",
     "EventLog",
+    "FencedSaves",
     "MemoryCheckpointStore",
     "PostgresCheckpointStore",
     "SessionLock",

@@ -29,13 +29,15 @@ import anyio
 
 from raf._single_writer import SessionWriter, hold
 from raf._streaming import Release
+from raf.errors import SessionLockLost
+from raf.stores._holds import RELEASED
 from raf.stores.base import SessionLock
 
 __all__ = ["Beyond", "Release", "SessionLockingStore", "SessionLocks", "taken"]
 
-Beyond = Callable[[str, bool], Awaitable[Release | None]]
-"""Takes the lock of a session id beyond this process (waiting when told to): how to release
-it, or None when another process holds it."""
+Beyond = Callable[[str, bool], Awaitable[SessionLock | None]]
+"""Takes the lock of a session id beyond this process (waiting when told to): the hold, or
+None when another process holds it."""
 
 
 _FIRST_PAUSE_SECONDS = 0.005
@@ -69,14 +71,15 @@ class SessionLocks:
         if writer is None:
             writer = self._writers[session_id] = SessionWriter()
         beyond = self._beyond
-        then = None if beyond is None else partial(beyond, session_id, wait)
+        outer: list[SessionLock] = []
+        then = None if beyond is None else partial(_take, beyond, session_id, wait, outer)
         try:
             release = await hold(
                 writer, wait=wait, then=then, freed=partial(self._give_back, session_id, writer)
             )
         finally:
             self._forget_if_free(session_id, writer)
-        return None if release is None else _Held(release)
+        return None if release is None else _Held(session_id, release, outer[0] if outer else None)
 
     def _give_back(self, session_id: str, writer: SessionWriter) -> None:
         writer.release()
@@ -87,18 +90,55 @@ class SessionLocks:
             del self._writers[session_id]
 
 
+async def _take(
+    beyond: Beyond, session_id: str, wait: bool, taken: list[SessionLock]
+) -> Release | None:
+    """Take `session_id` `beyond` the process, adding the hold to `taken`: how to release it."""
+    lock = await beyond(session_id, wait)
+    if lock is None:
+        return None
+    taken.append(lock)
+    return lock.release
+
+
 class _Held:
-    """A run's hold on a session id, let go once however often `release` is called."""
+    """A run's hold on a session id, let go once however often `release` is called; lost
+    when its hold `beyond` the process is (never, without one)."""
 
-    __slots__ = ("_release",)
+    __slots__ = ("_beyond", "_release", "_released", "_session_id")
 
-    def __init__(self, release: Release) -> None:
+    def __init__(
+        self, session_id: str, release: Release, beyond: SessionLock | None = None
+    ) -> None:
+        self._session_id = session_id
         self._release: Release | None = release
+        self._beyond = beyond
+        self._released = anyio.Event()
 
     async def release(self) -> None:
         release, self._release = self._release, None
         if release is not None:
-            await release()
+            try:
+                await release()
+            finally:
+                self._released.set()
+
+    @property
+    def can_be_lost(self) -> bool:
+        """Whether anything but its release can end the hold (a hold beyond the process)."""
+        return self._beyond is not None
+
+    async def check(self) -> None:
+        if self._release is None:
+            raise SessionLockLost(self._session_id, RELEASED)
+        if self._beyond is not None:
+            await self._beyond.check()
+
+    async def wait_lost(self) -> None:
+        if self._beyond is None:
+            await self._released.wait()
+        else:
+            await self._beyond.wait_lost()  # which returns once released, too
 
 
 class SessionLockingStore:

@@ -91,17 +91,6 @@ class CheckpointStore(Protocol):
         ...
 
 
-@runtime_checkable
-class FencedSaves(Protocol):
-    """A store whose checkpoint saves can name the save they follow (an expected-version
-    write), as a session's saves do."""
-
-    async def save_following(self, checkpoint: Checkpoint, follows: str | None) -> None:
-        """Store `checkpoint` only when the newest checkpoint of its `session_id` is `follows`
-        (None: it has none); else raise `SessionConflict`, writing nothing."""
-        ...
-
-
 class _Unchecked(Enum):
     UNCHECKED = "unchecked"
 
@@ -173,10 +162,34 @@ class EventLog(Protocol):
 
 
 class SessionLock(Protocol):
-    """One run's hold on a session, given by `SessionLocking.lock_session`."""
+    """One run's hold on a session, given by `SessionLocking.lock_session`.
+
+    A hold can be lost without its holder's doing (a PostgreSQL lock connection dropped, a
+    SQLite lock file replaced): another worker may then take the session. A writer calls
+    `check()` before it writes, and may watch `wait_lost()` to stop at once. A released hold
+    counts as gone too: `check()` raises and `wait_lost()` returns.
+
+    Example:
+        >>> async def save_if_held(lock: SessionLock, store: FencedSaves, new: Checkpoint,
+        ...                        follows: str | None) -> None:
+        ...     await lock.check()  # SessionLockLost: stop before writing
+        ...     await store.save_following(new, follows)
+    """
 
     async def release(self) -> None:
         """Let the next run have the session; idempotent, and never raises."""
+        ...
+
+    async def check(self) -> None:
+        """Raise `SessionLockLost` when the hold is gone (lost, or released).
+
+        At most one round trip to the store's server, and none once the store knows the hold
+        is lost."""
+        ...
+
+    async def wait_lost(self) -> None:
+        """Return once the hold is gone (lost, or released): within about a second of losing
+        it; never, for a hold that cannot be lost. Cancellable at once."""
         ...
 
 
@@ -200,4 +213,27 @@ class SessionLocking(Protocol):
     async def lock_session(self, session_id: str, *, wait: bool) -> SessionLock | None:
         """Take `session_id` for one run: None when another run holds it and `wait` is False;
         with `wait`, wait until it is free (first come, first served within a process)."""
+        ...
+
+
+@runtime_checkable
+class FencedSaves(Protocol):
+    """A store whose checkpoint saves can be fenced: an expected-version save, which a stale
+    writer (one whose session lock was lost) cannot make over a newer turn.
+
+    Example:
+        >>> async def save_turn(store: FencedSaves, read: str | None, new: Checkpoint) -> None:
+        ...     await store.save_following(new, read)  # SessionConflict: another writer saved
+    """
+
+    async def save_following(self, checkpoint: Checkpoint, follows: str | None) -> None:
+        """Store `checkpoint` when the newest checkpoint of its session is `follows` (None: the
+        session has none), atomically.
+
+        Raises:
+            SessionConflict: another writer saved the session since `follows`; nothing was
+                written.
+            ValueError: `checkpoint.id` does not sort after `follows`.
+            CheckpointVersionError: its `version` is not one this raf knows.
+        """
         ...

@@ -27,6 +27,7 @@ import anyio.lowlevel
 from raf.errors import AppendConflict
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
+from raf.stores._fenced import check_follows, refused
 from raf.stores._session_locks import SessionLockingStore, SessionLocks
 from raf.stores.base import UNCHECKED, Checkpoint, EventChange, Follows, StoredEvent
 
@@ -83,8 +84,27 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
 
     async def save(self, checkpoint: Checkpoint) -> None:
         """Store `checkpoint` (replacing one with the same id); refuses an unknown version."""
+        await self._write(checkpoint, UNCHECKED)
+
+    async def save_following(self, checkpoint: Checkpoint, follows: str | None) -> None:
+        """Store `checkpoint` when its session's newest checkpoint is `follows` (None: it
+        has none).
+
+        Raises:
+            SessionConflict: another writer saved the session since (nothing is written).
+            ValueError: `checkpoint.id` does not sort after `follows`.
+        """
+        check_follows(checkpoint, follows)
+        await self._write(checkpoint, follows)
+
+    async def _write(self, checkpoint: Checkpoint, follows: Follows) -> None:
         data, parts = _records.split_checkpoint(checkpoint)
         await _yield_point()
+        # From here on no await: the check and the write are one step, as a transaction.
+        if follows is not UNCHECKED:
+            conflict = refused(checkpoint, follows, self._newest(checkpoint.session_id))
+            if conflict is not None:
+                raise conflict
         for digest, part in parts.items():
             self._objects.setdefault(digest, part)
         self._checkpoints[checkpoint.id] = _SavedCheckpoint(
@@ -185,6 +205,12 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
         await _yield_point()
         objects = self._objects
         return {digest: objects[digest] for digest in digests if digest in objects}
+
+    def _newest(self, session_id: str) -> str | None:
+        return max(
+            (key for key, saved in self._checkpoints.items() if saved.session_id == session_id),
+            default=None,
+        )
 
 
 async def _yield_point() -> None:

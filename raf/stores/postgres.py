@@ -12,13 +12,14 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar
 
 import anyio
 
 from raf.errors import AppendConflict
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
+from raf.stores._fenced import check_follows, refused
 from raf.stores._parts import KnownParts
 from raf.stores._session_locks import SessionLockingStore, SessionLocks
 from raf.stores.base import UNCHECKED, Checkpoint, EventChange, Follows, StoredEvent
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
 __all__ = ["PostgresCheckpointStore"]
 
 T = TypeVar("T")
+
+# Taken by fenced saves of one session (its key names the schema and the session), for
+# the rest of their transaction.
+_SAVE_LOCK: LiteralString = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 
 
 class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
@@ -103,7 +108,24 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
         Raises:
             CheckpointVersionError: its `version` is not one this raf knows.
         """
+        await self._write(checkpoint, UNCHECKED)
+
+    async def save_following(self, checkpoint: Checkpoint, follows: str | None) -> None:
+        """Store `checkpoint` when its session's newest checkpoint is `follows` (None: it
+        has none). Fenced saves of one session take a transaction lock of it in turn, so
+        the one that looks second sees what the first saved.
+
+        Raises:
+            SessionConflict: another writer saved the session since (nothing is written).
+            ValueError: `checkpoint.id` does not sort after `follows`.
+            CheckpointVersionError: its `version` is not one this raf knows.
+        """
+        check_follows(checkpoint, follows)
+        await self._write(checkpoint, follows)
+
+    async def _write(self, checkpoint: Checkpoint, follows: Follows) -> None:
         queries, known = self._queries, self._known
+        fence = f"raf.checkpoints:{self.schema or ''}:{checkpoint.session_id}"
 
         def write(connection: Connection) -> None:
             # Cut up in the worker thread: a long conversation is not the event loop's work.
@@ -112,6 +134,13 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
             )
             new = known.new(parts)
             with connection.transaction():
+                if follows is not UNCHECKED:
+                    connection.execute(_SAVE_LOCK, (fence,))
+                    newest = connection.execute(queries.latest, (checkpoint.session_id,))
+                    found = newest.fetchone()
+                    conflict = refused(checkpoint, follows, None if found is None else found[0])
+                    if conflict is not None:
+                        raise conflict
                 if new:
                     with connection.cursor() as cursor:
                         cursor.executemany(queries.put, list(new.items()))

@@ -33,11 +33,12 @@ from anyio import to_thread
 from raf.errors import AppendConflict
 from raf.stores import _records
 from raf.stores._closing import ClosingStore
+from raf.stores._fenced import check_follows, refused
 from raf.stores._file_locks import FileLocks
 from raf.stores._interruptible import Interrupted, close_in_thread, run_interruptible
 from raf.stores._parts import KnownParts
-from raf.stores._session_locks import Release, SessionLockingStore, SessionLocks
-from raf.stores.base import UNCHECKED, Checkpoint, EventChange, Follows, StoredEvent
+from raf.stores._session_locks import SessionLockingStore, SessionLocks
+from raf.stores.base import UNCHECKED, Checkpoint, EventChange, Follows, SessionLock, StoredEvent
 
 __all__ = ["SqliteCheckpointStore"]
 
@@ -75,6 +76,7 @@ _SAVE = (
     " (id, session_id, workflow_id, superstep, created_at, version, data)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+_NEWEST = "SELECT id FROM checkpoints WHERE session_id = ? ORDER BY id DESC LIMIT 1"
 _EVENT_COLUMNS = "id, occurred_at, kind, key, hash, meta, code_rev"
 _APPEND = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _PUT = "INSERT OR IGNORE INTO objects (hash, content) VALUES (?, ?)"
@@ -142,6 +144,21 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         Raises:
             CheckpointVersionError: its `version` is not one this raf knows.
         """
+        await self._write(checkpoint, UNCHECKED)
+
+    async def save_following(self, checkpoint: Checkpoint, follows: str | None) -> None:
+        """Store `checkpoint` when its session's newest checkpoint is `follows` (None: it
+        has none), looked at in the transaction that writes it.
+
+        Raises:
+            SessionConflict: another writer saved the session since (nothing is written).
+            ValueError: `checkpoint.id` does not sort after `follows`.
+            CheckpointVersionError: its `version` is not one this raf knows.
+        """
+        check_follows(checkpoint, follows)
+        await self._write(checkpoint, follows)
+
+    async def _write(self, checkpoint: Checkpoint, follows: Follows) -> None:
         known = self._known
 
         def write(connection: sqlite3.Connection) -> None:
@@ -151,6 +168,13 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
             )
             new = known.new(parts)
             connection.execute("BEGIN IMMEDIATE")
+            if follows is not UNCHECKED:
+                newest: tuple[str] | None = connection.execute(
+                    _NEWEST, (checkpoint.session_id,)
+                ).fetchone()
+                conflict = refused(checkpoint, follows, None if newest is None else newest[0])
+                if conflict is not None:
+                    raise conflict  # rolled back by `_retrying`
             connection.executemany(_PUT, new.items())
             connection.execute(_SAVE, row)
             connection.execute("COMMIT")
@@ -276,7 +300,7 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         self._known.add(found.keys())
         return found
 
-    async def _acquire_elsewhere(self, session_id: str, wait: bool) -> Release | None:
+    async def _acquire_elsewhere(self, session_id: str, wait: bool) -> SessionLock | None:
         if self._closed or self._file_locks is None:
             raise anyio.ClosedResourceError("the SQLite store is closed")
         return await self._file_locks.acquire(session_id, wait)

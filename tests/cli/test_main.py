@@ -27,7 +27,7 @@ def test_help_and_version() -> None:
     for command in ("demo", "run", "tree", "graph", "acp"):
         assert command in done.out
     run_help = raf("run", "--help")
-    assert "--session FILE" in run_help.out and "--json" in run_help.out
+    assert "--session ID|FILE" in run_help.out and "--store PATH" in run_help.out
     version = raf("--version")
     assert version.out == f"raf {metadata.version('raf')}\n" == f"raf {raf_package.__version__}\n"
 

@@ -289,47 +289,6 @@ def test_locks_taken_and_released_at_random_match_a_model(
     anyio.run(scenario, backend=anyio_backend)
 
 
-async def test_a_dropped_postgres_lock_connection_takes_its_sessions_again(
-    postgres_dsn: str, postgres_schema: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    import psycopg
-
-    from raf.stores import PostgresCheckpointStore
-
-    def terminate(store: PostgresCheckpointStore) -> None:
-        connection = store._advisory._connection  # pyright: ignore[reportPrivateUsage]
-        assert connection is not None
-        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
-            # Waits (up to 5 s) until the backend is gone, its locks with it.
-            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (connection.info.backend_pid,))
-
-    async with (
-        PostgresCheckpointStore(postgres_dsn, schema=postgres_schema) as first,
-        PostgresCheckpointStore(postgres_dsn, schema=postgres_schema) as second,
-    ):
-        kept = await lock(first, "s-1")
-        assert kept is not None
-        terminate(first)
-        # The next lock operation reconnects and holds s-1 again before anyone else asks.
-        other = await lock(first, "s-2")
-        assert other is not None
-        assert await lock(second, "s-1") is None
-        # Dropped again, and another worker takes s-1 in between: that is logged, by name.
-        terminate(first)
-        stolen = await lock(second, "s-1")
-        assert stolen is not None
-        with caplog.at_level("WARNING", logger="raf"):
-            third = await lock(first, "s-3")
-        assert third is not None
-        assert any("s-1" in r.getMessage() for r in caplog.records)
-        for hold in (kept, other, stolen, third):
-            await hold.release()
-        for session_id in ("s-1", "s-2", "s-3"):
-            final = await lock(second, session_id)
-            assert final is not None, session_id
-            await final.release()
-
-
 async def test_a_postgres_store_holds_many_sessions_on_one_connection(
     postgres_dsn: str, postgres_schema: str
 ) -> None:
