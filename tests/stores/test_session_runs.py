@@ -1,0 +1,57 @@
+"""A run stops when its session's lock is lost, before it writes; a fresh run goes on from the
+newest saved turn (`raf._session_turns`), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+
+from raf import ChatMessage, FunctionAgent, Session, SessionLockLost
+from tests.stores.conftest import Backing
+from tests.stores.test_lost_locks import dsn_of, lose_locks
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_run_whose_lock_is_lost_stops_before_it_writes(
+    durable_backing: Backing, request: pytest.FixtureRequest
+) -> None:
+    dsn = dsn_of(durable_backing, request)
+    started, never = anyio.Event(), anyio.Event()
+
+    async def slow(messages: list[ChatMessage]) -> AsyncIterator[str]:
+        if messages[-1].text == "hold":
+            started.set()
+            await never.wait()
+        yield " ".join(m.text for m in messages)
+
+    agent = FunctionAgent("echo", slow)
+    async with durable_backing.open() as first, durable_backing.open() as second:
+        await agent.run("one", Session("s", first))
+        saved = (await Session.open("s", first)).saved
+        failure: list[BaseException] = []
+        ended = anyio.Event()
+
+        async def holder() -> None:
+            try:
+                await agent.run("hold", Session("s", first))
+            except SessionLockLost as exc:
+                failure.append(exc)
+            finally:
+                ended.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(holder)
+            await started.wait()
+            lose_locks(first, dsn)
+            with anyio.fail_after(3):  # stopped promptly, not when the turn would end
+                await ended.wait()
+        [lost] = failure
+        assert isinstance(lost, SessionLockLost) and lost.path == ("echo",)
+        assert "run the turn again" in str(lost)
+        # Nothing of the stopped turn was written; another worker goes on from turn one.
+        assert (await Session.open("s", second)).saved == saved
+        again = await agent.run("two", Session("s", second))
+        assert again.text == "one one two"
