@@ -104,11 +104,11 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> int:
     agent = as_agent(load_target(args.target))
     host: str = args.host
     everywhere = host in _EVERY_ADDRESS
-    token = args.token if args.token is not None else os.environ.get("RAF_TOKEN", "")
+    token = _serve_token(args.token, args.token_file)
     if everywhere and not token:
         print(
             f"raf serve: warning: serving every address without a token, anyone who reaches "
-            f"port {port} can run {agent.id!r}; pass --token TOKEN (or set RAF_TOKEN)",
+            f"port {port} can run {agent.id!r}; pass --token-file PATH (or set RAF_SERVE_TOKEN)",
             file=sys.stderr,
         )
     # A URL the host guard accepts: binding every address adds no name but the loopback ones.
@@ -132,7 +132,7 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> int:
                     serve,
                     host=host,
                     port=port,
-                    token=args.token,
+                    token=token,
                     allowed_hosts=args.allow_host,
                     allowed_origins=args.allow_origin,
                     **limits,
@@ -170,6 +170,29 @@ def cmd_acp(args: argparse.Namespace, console: Console) -> int:
         return 0
 
     return anyio.run(until_interrupted, body, backend="asyncio")
+
+
+def _serve_token(given: str | None, path: str | None) -> str:
+    """The bearer token `raf serve` requires: `--token`, else the first line of
+    `--token-file`, else `RAF_SERVE_TOKEN`, else `RAF_TOKEN` ("" for none).
+
+    Raises:
+        SystemExit: when both are given, or the file cannot be read or holds no token.
+    """
+    if given is not None and path is not None:
+        raise SystemExit("pass --token or --token-file, not both")
+    if given is not None:
+        return given
+    if path is None:
+        return os.environ.get("RAF_SERVE_TOKEN") or os.environ.get("RAF_TOKEN", "")
+    try:
+        with open(path, encoding="utf-8") as file:
+            token = file.readline().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SystemExit(f"--token-file {path!r} cannot be read: {exc}") from None
+    if not token:
+        raise SystemExit(f"--token-file {path!r} holds no token on its first line")
+    return token
 
 
 def _check_store(path: str) -> None:

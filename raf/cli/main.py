@@ -6,7 +6,7 @@
     raf tree MODULE:ATTR [--json]              the agent tree
     raf graph MODULE:ATTR --format mermaid     a workflow's graph (mermaid or dot)
     raf serve MODULE:ATTR [--port 8000]        serve it over AG-UI (HTTP), with a web page
-        [--host 127.0.0.1] [--token TOKEN] [--max-body-bytes N]
+        [--host 127.0.0.1] [--token-file PATH] [--max-body-bytes N]
     raf acp MODULE:ATTR [--store PATH]         serve an agent to ACP editors over stdio
 
 `ATTR` may be an `IAgent`, a `Workflow`, or a zero-argument factory of either; `MODULE` is a
@@ -118,7 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("target", metavar="MODULE:ATTR", help=_TARGET_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
     serve.add_argument("--port", type=int, default=8000, help="port (0: a free one)")
-    serve.add_argument("--token", help="bearer token the API requires (default: $RAF_TOKEN)")
+    serve.add_argument(
+        "--token",
+        help="bearer token the API requires (shown by ps to every local user: prefer "
+        "--token-file or $RAF_SERVE_TOKEN)",
+    )
+    serve.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="a file whose first line is the bearer token (default: $RAF_SERVE_TOKEN, then "
+        "$RAF_TOKEN)",
+    )
     serve.add_argument(
         "--max-body-bytes",
         type=int,

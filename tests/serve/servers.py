@@ -32,17 +32,24 @@ class _Server(uvicorn.Server):
 
 
 @contextmanager
-def running(app: Starlette | Callable[[], Starlette]) -> Iterator[str]:
+def running(
+    app: Starlette | Callable[[], Starlette], http: type[asyncio.Protocol] | None = None
+) -> Iterator[str]:
     """Serve `app` on 127.0.0.1 until the block ends; the value is its base URL.
 
     Pass a factory when the app holds what belongs to one event loop (a store's locks, made
-    for the loop they are made on): uvicorn calls it on the server's own loop.
+    for the loop they are made on): uvicorn calls it on the server's own loop. `http` is
+    uvicorn's HTTP protocol class (its own by default).
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", factory=not isinstance(app, Starlette)
+        app,
+        log_level="warning",
+        lifespan="on",
+        factory=not isinstance(app, Starlette),
+        http=http or "auto",
     )
     server = _Server(config)
     thread = threading.Thread(

@@ -11,7 +11,14 @@ resolves to 127.0.0.1 lets it read the answers too (DNS rebinding). So the app a
   of another origin cannot send without asking first (CORS), and this app never agrees;
 - bodies of at most `max_body_bytes`: a longer one gets 413 as soon as its `Content-Length`
   says so, or once that much of it has arrived, before any route (or token check) runs, so
-  no request holds more than that in memory.
+  no request holds more than that in memory;
+- bodies that arrive within `body_timeout` seconds: a slower one gets 408, so a client
+  trickling its body cannot hold a connection open (the head is bounded by the server's
+  protocol, `raf.serve.agui.slow_clients`).
+
+Every answer carries `SECURITY_HEADERS`: no other site may frame the page (clickjacking), the
+page runs only its own scripts and talks only to its own server (a content security policy),
+and browsers do not guess content types or send the page's address on.
 
 Example:
     >>> guard = RequestGuard(allowed_hosts=["raf.example.com"])
@@ -24,17 +31,42 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+import anyio
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "LOOPBACK_HOSTS", "GuardMiddleware", "RequestGuard"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_MAX_BODY_BYTES",
+    "LOOPBACK_HOSTS",
+    "SECURITY_HEADERS",
+    "GuardMiddleware",
+    "RequestGuard",
+]
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 """The names a server on the loopback address is reached by."""
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 """The longest request body the app reads (10 MiB): a long thread's whole conversation."""
+
+DEFAULT_BODY_TIMEOUT = 30.0
+"""Seconds a client has to send a request's whole body."""
+
+_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
+
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", _POLICY.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
+"""The headers every answer of the app carries (see the module)."""
 
 
 class RequestGuard:
@@ -102,22 +134,39 @@ class RequestGuard:
 
 class GuardMiddleware:
     """ASGI middleware: requests its `guard` refuses get the refusal and never reach `app`;
-    a body longer than `max_body_bytes` gets 413, read no further than that."""
+    a body longer than `max_body_bytes` gets 413, read no further than that, and one that
+    takes longer than `body_timeout` seconds to arrive gets 408; every answer carries
+    `SECURITY_HEADERS`."""
 
-    __slots__ = ("_app", "_guard", "_max_body")
+    __slots__ = ("_app", "_body_timeout", "_guard", "_max_body")
 
     def __init__(
-        self, app: ASGIApp, guard: RequestGuard, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+        self,
+        app: ASGIApp,
+        guard: RequestGuard,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
         self._app = app
         self._guard = guard
         self._max_body = max_body_bytes
+        self._body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refusal = self._guard.refusal(scope) if scope["type"] == "http" else None
-        if refusal is None and scope["type"] == "http" and scope["method"] == "POST":
-            body = await self._body(scope, receive)
-            if body is None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        send = _secured(send)
+        refusal = self._guard.refusal(scope)
+        if refusal is None and scope["method"] == "POST":
+            body: bytes | None = None
+            timely = False
+            with anyio.move_on_after(self._body_timeout):
+                body = await self._body(scope, receive)
+                timely = True
+            if not timely:
+                refusal = _too_slow(self._body_timeout)
+            elif body is None:
                 refusal = _too_large(self._max_body)
             else:
                 receive = _replay(body, receive)
@@ -157,6 +206,25 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replayed
+
+
+def _secured(send: Send) -> Send:
+    """`send` adding `SECURITY_HEADERS` to the start of the response."""
+
+    async def secured(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *SECURITY_HEADERS]}
+        await send(message)
+
+    return secured
+
+
+def _too_slow(limit: float) -> JSONResponse:
+    return JSONResponse(
+        {"detail": f"the request body took longer than {limit:g} s to arrive; send it faster"},
+        status_code=408,
+        headers={"Connection": "close"},
+    )
 
 
 def _too_large(limit: int) -> JSONResponse:

@@ -17,6 +17,7 @@ from raf.agent import IAgent
 from raf.registry import AgentRegistry
 from raf.serve.agui.app import create_app
 from raf.serve.agui.guard import DEFAULT_MAX_BODY_BYTES, LOOPBACK_HOSTS
+from raf.serve.agui.slow_clients import DEFAULT_HEADER_TIMEOUT, bounded_protocol
 from raf.serve.threads import ThreadStore
 
 __all__ = ["serve"]
@@ -34,6 +35,7 @@ async def serve(
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
 ) -> None:
     """Serve `agents` over HTTP on `host:port` until the server is stopped (Ctrl-C).
 
@@ -52,6 +54,8 @@ async def serve(
             the names it is reached by).
         allowed_origins: other web origins whose pages may POST to it (`create_app`'s).
         max_body_bytes: the longest request body read (`create_app`'s).
+        header_timeout: seconds a client has to send a request's line and headers; a slower
+            one's connection is closed (`raf.serve.agui.slow_clients`).
 
     Raises:
         ValueError: for a port outside 0..65535.
@@ -76,5 +80,12 @@ async def serve(
         allowed_origins=allowed_origins,
         max_body_bytes=max_body_bytes,
     )
-    config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        lifespan="on",
+        http=bounded_protocol(header_timeout),
+    )
     await uvicorn.Server(config).serve()
