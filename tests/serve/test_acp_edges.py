@@ -18,6 +18,7 @@ from acp.schema import (
 )
 
 from raf.cli.main import main
+from raf.serve.acp.lines import MAX_LINE_BYTES
 from tests.cli.support import ROOT
 from tests.serve.acp_support import (
     RecordingClient,
@@ -51,6 +52,38 @@ def test_lines_that_are_not_a_json_object_get_errors_and_the_server_goes_on(
     assert all(r["id"] is None for r in replies[:-1])
     assert "batch" in replies[0]["error"]["data"]["details"]
     assert replies[-1]["id"] == 1 and replies[-1]["result"]["agentInfo"]["name"] == "raf"
+
+
+def test_a_line_over_the_bound_is_answered_with_its_id_and_the_server_goes_on(
+    acp_command: list[str],
+) -> None:
+    huge = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "session/prompt",
+        "params": {"prompt": [{"type": "text", "text": "x" * (MAX_LINE_BYTES + 10)}]},
+    }
+    after = {**_INITIALIZE, "id": 6}
+    lines = [_INITIALIZE, huge, after]
+    sent = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    done = run_acp(acp_command, "tests.cli.targets:counter", sent=sent)
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert [r["id"] for r in replies] == [1, 5, 6]
+    assert replies[1]["error"]["code"] == -32600
+    assert "longer than" in replies[1]["error"]["data"]["details"]
+
+
+def test_a_prompt_with_a_long_embedded_file_is_answered(acp_servers: SharedServers) -> None:
+    client = RecordingClient()
+    stops: list[str] = []
+
+    async def scenario(conn: ClientSideConnection, session_id: str) -> None:
+        # ~100 KB on one line: more than a stream's default buffer of 64 KiB.
+        stops.append(await prompt(conn, session_id, "look at this: " + "y" * 100_000))
+
+    acp_servers.run("counter", client, scenario)
+    assert stops == ["end_turn"]
 
 
 def test_a_dismissed_question_is_asked_again_and_the_prompt_runs_after_it(

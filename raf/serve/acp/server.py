@@ -55,7 +55,7 @@ from pydantic import BaseModel, TypeAdapter
 from raf.agent import IAgent
 from raf.errors import AgentError, SessionBusy
 from raf.messages import ChatMessage
-from raf.serve.acp.lines import check_lines
+from raf.serve.acp.lines import MAX_LINE_BYTES, check_lines
 from raf.serve.acp.questions import as_message, choices_of, permission_options, question_of
 from raf.serve.acp.sessions import AcpSessions
 from raf.serve.acp.updates import SessionUpdate, TurnUpdates, path_meta
@@ -347,7 +347,7 @@ async def serve_stdio(agent: IAgent, store: ThreadStore | None = None) -> None:
     # The SDK names the streams from the client's side: it reads the client's output.
     output_stream, input_stream = await _protocol_streams()
     # Lines that are not a JSON object are answered here; the SDK reads the others.
-    checked = type(output_stream)()
+    checked = type(output_stream)(limit=MAX_LINE_BYTES + 1)  # lines are bounded already
     async with anyio.create_task_group() as group:
         group.start_soon(check_lines, output_stream, checked, input_stream)
         # The SDK calls only the methods an agent defines, and answers the others with
@@ -364,7 +364,7 @@ async def _protocol_streams() -> Any:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     stdout, sys.stdout = sys.stdout, cast(Any, protocol)
     try:
-        return await stdio_streams()
+        return await stdio_streams(limit=MAX_LINE_BYTES + 1)
     finally:
         sys.stdout = stdout
 
