@@ -19,6 +19,8 @@ import errno
 import logging
 import sqlite3
 
+from raf.errors import CheckpointError
+
 __all__ = ["STORE_FAILED", "log_failure", "store_failed"]
 
 STORE_FAILED = "StoreFailed"
@@ -33,7 +35,9 @@ _UNREACHABLE = (FileNotFoundError, NotADirectoryError, IsADirectoryError, Permis
 def store_failed(store: object, doing: str, error: BaseException) -> str:
     """`doing` failed in `store` (named by its repr, which never holds a password): the
     store's error, and what to do about it. The caller adds what the client does next."""
-    return f"{doing} in {_name(store)}: {type(error).__name__}: {error}. {_remedy(error)}"
+    said = f"{doing} in {_name(store)}: {type(error).__name__}: {error}"
+    remedy = _remedy(error)
+    return f"{said}. {remedy}" if remedy else said
 
 
 def log_failure(message: str, error: BaseException) -> None:
@@ -49,6 +53,8 @@ def _name(store: object) -> str:
 
 
 def _remedy(error: BaseException) -> str:
+    if isinstance(error, CheckpointError):  # it says what to do with the file itself
+        return ""
     text = str(error).lower()
     if (isinstance(error, OSError) and error.errno in _FULL) or "disk is full" in text:
         return "Free disk space where the store keeps its data"

@@ -35,7 +35,7 @@ from pydantic_core import to_json
 from raf._streaming import DONE
 from raf.agent import IAgent, RunOptions
 from raf.engine import WorkflowAgent, run_from
-from raf.errors import SessionBusy, UnansweredCalls, UnknownRequest
+from raf.errors import CheckpointError, SessionBusy, UnansweredCalls, UnknownRequest
 from raf.serve.agui.inputs import input_ids, new_input
 from raf.serve.agui.mapper import AguiMapper
 from raf.serve.store_failures import STORE_FAILED, log_failure, store_failed
@@ -202,9 +202,10 @@ async def _held(
             "start another thread"
         )
         await emit(mapper.failed(exc, said))
-    except ValueError as exc:  # the thread's saved state is not a thread's
-        await emit(mapper.failed(exc))
     except Exception as exc:
+        if isinstance(exc, ValueError) and not isinstance(exc, CheckpointError):
+            await emit(mapper.failed(exc))  # the thread's saved state is not a thread's
+            return
         if opened:  # the run's own failures end it in `_run_on`: this is raf's
             said = f"raf failed on thread {run_input.thread_id!r}: {type(exc).__name__}: {exc}"
             code = None
