@@ -3,7 +3,8 @@ that errors and raf raising each end the AG-UI stream with one `RUN_ERROR` (or `
 every step finished; the studio answers a failing store with 503, ACP with a JSON-RPC error.
 
 The app runs in process (httpx2's ASGI transport), which raises whatever the app raises: a test
-that gets its answer saw no "Exception in ASGI application".
+that gets its answer saw no "Exception in ASGI application". ACP's server is called as the SDK
+calls it, which answers a `RequestError` with that request's JSON-RPC error.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import RequestError, text_block
 
 from raf import FunctionAgent, IAgent
 from raf.builders import SequentialBuilder
 from raf.react import ReactAgent
 from raf.serve import create_app
+from raf.serve.acp.server import AcpServer
 from raf.serve.store_failures import STORE_FAILED
 from raf.serve.threads import Threads
 from raf.stores import Checkpoint, SqliteCheckpointStore
@@ -226,3 +229,60 @@ async def test_a_failing_run_ends_with_one_run_error_and_its_thread_saved(
     assert end["type"] == "RUN_ERROR" and said in end["message"]
     assert "STEP_STARTED" in types(events)
     assert kept.runs == 1  # the failed turn was saved as a failed turn
+
+
+class Quiet:
+    """An ACP client that takes every session update and says nothing."""
+
+    async def session_update(self, session_id: str, update: object, **kwargs: object) -> None:
+        pass
+
+
+def acp_server(store: SqliteCheckpointStore) -> AcpServer:
+    server = AcpServer(FunctionAgent("echo", lambda m: m[-1].text), store)
+    server.on_connect(Quiet())  # pyright: ignore[reportArgumentType]
+    return server
+
+
+async def test_an_acp_prompt_whose_save_fails_gets_an_error_and_the_server_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with FullDisk(tmp_path / "sessions.db") as store:
+        server = acp_server(store)
+        store.full = False
+        session_id = (await server.new_session(cwd="/w")).session_id
+        store.full = True
+        with pytest.raises(RequestError) as failure:
+            await server.prompt(session_id, [text_block("hi")])
+        store.full = False  # space freed
+        again = await server.prompt(session_id, [text_block("hi")])
+        listed = await server.list_sessions()
+    said = str(failure.value)
+    assert failure.value.code == -32603
+    assert failure.value.data == {"error": "OperationalError", "code": STORE_FAILED}
+    assert said.startswith(f"could not save session {session_id!r} in SqliteCheckpointStore(")
+    assert FULL in said and "Free disk space" in said and "this turn is not kept" in said
+    logged(caplog, f"could not save session {session_id!r}", FULL)
+    assert again.stop_reason == "end_turn"
+    assert [s.session_id for s in listed.sessions] == [session_id]
+    assert server._turns == {}  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_acp_requests_on_a_store_that_cannot_open_get_errors_naming_it(
+    unopenable: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with unopened(unopenable) as store:
+        server = acp_server(store)
+        calls = {
+            "could not create a session": lambda: server.new_session(cwd="/w"),
+            "could not list the sessions": lambda: server.list_sessions(),
+            "could not open session 's1'": lambda: server.prompt("s1", [text_block("hi")]),
+            "could not open session 's2'": lambda: server.load_session(cwd="/w", session_id="s2"),
+        }
+        for doing, call in calls.items():
+            with pytest.raises(RequestError) as failure:
+                await call()
+            said = str(failure.value)
+            assert said.startswith(doing) and str(unopenable) in said, said
+            assert (failure.value.data or {}).get("code") == STORE_FAILED
+    logged(caplog, "could not create a session", str(unopenable))
