@@ -29,8 +29,9 @@ from raf.serve.threads import Threads
 from raf.stores import Checkpoint, SqliteCheckpointStore
 from raf.testing.script import error, text
 from raf.testing.scripted_provider import ScriptedProvider
-from tests.serve.events import check_order, types
+from tests.serve.events import check_order, parse, types
 from tests.serve.test_app import client, run
+from tests.serve.test_studio_runs import serving
 from tests.serve.trees import failing_team, run_input, user
 
 pytestmark = pytest.mark.anyio
@@ -286,3 +287,17 @@ async def test_acp_requests_on_a_store_that_cannot_open_get_errors_naming_it(
             assert said.startswith(doing) and str(unopenable) in said, said
             assert (failure.value.data or {}).get("code") == STORE_FAILED
     logged(caplog, "could not create a session", str(unopenable))
+
+
+async def test_a_studio_run_whose_save_fails_ends_with_run_error(tmp_path: Path) -> None:
+    async with (
+        FullDisk(tmp_path / "threads.db") as store,
+        serving(create_app(team(), store)) as http,
+    ):
+        body = run_input("t1", user("u1", "hello"))
+        started = await http.post("/studio/agents/team/runs", json=body)
+        replay = await http.get(f"/studio/runs/{body['runId']}/events", params={"after": 0})
+    events = parse(started.text)
+    end = ended_once(events)
+    assert end["type"] == "RUN_ERROR" and end["code"] == STORE_FAILED and FULL in end["message"]
+    assert parse(replay.text) == events
