@@ -4,7 +4,10 @@ The run happens inside the caller's task (the SSE response's own, `RunResponse`)
 client goes away the response cancels that task, which leaves the agent's `async with` block and so
 cancels every task of the run. When the server stops, `stopping` is set: the run is
 cancelled the same way and the stream ends with `RUN_ERROR` (code `ServerStopping`). The
-thread is held for the whole run and saved however the run ends, under a shield. A run
+thread is held for the whole run and saved however the run ends, under a shield; the run's
+`RUN_FINISHED` or `RUN_ERROR` goes out once it is saved. A store that fails (it cannot open
+the thread, or save it) ends the stream with `RUN_ERROR` (code `StoreFailed`) saying which
+store and what to do, its traceback logged; every stream has exactly one such end. A run
 `Resumed` from a checkpoint (time travel, on a new thread) takes no messages: the workflow
 agent's turn goes on from that checkpoint (`raf.engine.run_from`).
 
