@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Generator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -59,6 +61,7 @@ from raf.serve.acp.lines import MAX_LINE_BYTES, check_lines
 from raf.serve.acp.questions import as_message, choices_of, permission_options, question_of
 from raf.serve.acp.sessions import AcpSessions
 from raf.serve.acp.updates import SessionUpdate, TurnUpdates, path_meta
+from raf.serve.store_failures import STORE_FAILED, log_failure, store_failed
 from raf.serve.threads import ThreadStore
 from raf.session import Session
 from raf.stores import MemoryCheckpointStore
@@ -134,13 +137,17 @@ class AcpServer:
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
         """Open a session: a fresh raf `Session` with the same id, kept in the store."""
-        session_id = await self._kept.create(cwd)
+        with self._store_failing("could not create a session", "then open the session again"):
+            session_id = await self._kept.create(cwd)
         return NewSessionResponse(session_id=session_id)
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
         """Reopen a kept session, sending its conversation back as message chunks."""
         await self._known(session_id)
-        for chunk in await self._kept.replay(session_id, self.agent.id):
+        doing = f"could not load session {session_id!r}"
+        with self._store_failing(doing, "then load it again"):
+            chunks = await self._kept.replay(session_id, self.agent.id)
+        for chunk in chunks:
             await self._send(session_id, chunk)
         return LoadSessionResponse()
 
@@ -148,7 +155,8 @@ class AcpServer:
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
         """The kept sessions (in `cwd`, when given), most recently used first."""
-        return ListSessionsResponse(sessions=await self._kept.list(cwd))
+        with self._store_failing("could not list the sessions", "then list them again"):
+            return ListSessionsResponse(sessions=await self._kept.list(cwd))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Cancel the session's running turn, if any."""
@@ -159,7 +167,9 @@ class AcpServer:
                 state.scope.cancel()
 
     async def _known(self, session_id: str) -> None:
-        if await self._kept.facts(session_id) is None:
+        with self._store_failing(f"could not open session {session_id!r}", "then try again"):
+            facts = await self._kept.facts(session_id)
+        if facts is None:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": "no such session; call session/list"}
             )
@@ -191,21 +201,52 @@ class AcpServer:
         stop: StopReason = "cancelled"
         usage: Usage | None = None
         updates = TurnUpdates()
+        opened = False
+        raised: BaseException | None = None
         with anyio.CancelScope() as scope:
             state.scope = scope
             try:
                 async with self._kept.hold(session_id, text) as thread:
-                    stop, usage = await self._turn(session_id, thread.session, text, updates)
+                    opened = True
+                    try:
+                        stop, usage = await self._turn(session_id, thread.session, text, updates)
+                    except BaseException as exc:
+                        raised = exc
+                        raise
             except SessionBusy as exc:
                 raise RequestError.invalid_request(
                     {"sessionId": session_id, "details": f"{exc}: another editor runs it"}
                 ) from exc
+            except Exception as exc:
+                if exc is raised:  # the turn's own failure: the session was saved
+                    raise
+                # The store failed to open the session, or to save it after the turn (the
+                # turn's own error, if any, is the store's error's context in the log).
+                doing = f"could not {'save' if opened else 'open'} session {session_id!r}"
+                then = "then send the prompt again" + (": this turn is not kept" if opened else "")
+                raise self._store_error(doing, then, exc) from exc
             finally:
                 state.scope = None
         if scope.cancelled_caught or state.cancelled:
             await self._close(session_id, updates)
             return PromptResponse(stop_reason="cancelled", usage=usage)
         return PromptResponse(stop_reason=stop, usage=usage)
+
+    @contextmanager
+    def _store_failing(self, doing: str, then: str) -> Generator[None]:
+        """Turn a failure of the store in the block into the request's JSON-RPC error."""
+        try:
+            yield
+        except RequestError:
+            raise
+        except Exception as exc:
+            raise self._store_error(doing, then, exc) from exc
+
+    def _store_error(self, doing: str, then: str, error: Exception) -> RequestError:
+        """The JSON-RPC error of a request whose store failed (logged with its traceback)."""
+        said = f"{store_failed(self._kept.store, doing, error)}, {then}"
+        log_failure(f"ACP agent {self.agent.id!r}: {said}", error)
+        return RequestError(-32603, said, {"error": type(error).__name__, "code": STORE_FAILED})
 
     async def _close(self, session_id: str, updates: TurnUpdates) -> None:
         """End what the turn left running (it failed or was cancelled)."""

@@ -57,6 +57,11 @@ class AcpSessions:
     def __init__(self, store: ThreadStore) -> None:
         self._threads = Threads(store)
 
+    @property
+    def store(self) -> ThreadStore:
+        """Where the sessions are kept."""
+        return self._threads.store
+
     async def create(self, cwd: str) -> str:
         """A new session in `cwd`, saved at once so it is listed; its id."""
         session_id = uuid.uuid4().hex

@@ -4,7 +4,10 @@ The run happens inside the caller's task (the SSE response's own, `RunResponse`)
 client goes away the response cancels that task, which leaves the agent's `async with` block and so
 cancels every task of the run. When the server stops, `stopping` is set: the run is
 cancelled the same way and the stream ends with `RUN_ERROR` (code `ServerStopping`). The
-thread is held for the whole run and saved however the run ends, under a shield. A run
+thread is held for the whole run and saved however the run ends, under a shield; the run's
+`RUN_FINISHED` or `RUN_ERROR` goes out once it is saved. A store that fails (it cannot open
+the thread, or save it) ends the stream with `RUN_ERROR` (code `StoreFailed`) saying which
+store and what to do, its traceback logged; every stream has exactly one such end. A run
 `Resumed` from a checkpoint (time travel, on a new thread) takes no messages: the workflow
 agent's turn goes on from that checkpoint (`raf.engine.run_from`).
 
@@ -21,16 +24,24 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
-from ag_ui.core import BaseEvent, RunAgentInput, StateSnapshotEvent, TextMessageContentEvent
+from ag_ui.core import (
+    BaseEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    StateSnapshotEvent,
+    TextMessageContentEvent,
+)
 from ag_ui.encoder import EventEncoder
 from pydantic_core import to_json
 
 from raf._streaming import DONE
 from raf.agent import IAgent, RunOptions
 from raf.engine import WorkflowAgent, run_from
-from raf.errors import SessionBusy, UnansweredCalls, UnknownRequest
+from raf.errors import CheckpointError, SessionBusy, UnansweredCalls, UnknownRequest
 from raf.serve.agui.inputs import input_ids, new_input
 from raf.serve.agui.mapper import AguiMapper
+from raf.serve.store_failures import STORE_FAILED, log_failure, store_failed
 from raf.serve.threads import Thread, Threads
 
 __all__ = ["SERVER_STOPPING", "Resumed", "stream_run"]
@@ -119,11 +130,14 @@ async def stream_run(
 
     async def emit(events: Iterable[BaseEvent]) -> None:
         for event in events:
+            if run.ended:  # one terminal event per stream: a failure after it is only logged
+                return
             await send(encode(event))
+            run.ended = isinstance(event, RunFinishedEvent | RunErrorEvent)
 
     await emit(run.mapper.started())
     await flush()
-    stopped = ended = False
+    stopped = False
     async with anyio.create_task_group() as group:
         if stopping is not None:
 
@@ -135,11 +149,13 @@ async def stream_run(
 
             group.start_soon(stop)
         await _held(agent, run_input, threads, run, emit, resumed)
-        ended = True  # whatever `stopping` does now, the run has ended its stream
         group.cancel_scope.cancel()
-    if stopped and not ended:
+    if stopped and not run.ended:  # the stop cancelled the run before it ended its stream
         error = RuntimeError("the server stopped during the run: send it again once it is back")
         await emit(run.mapper.failed(error, code=SERVER_STOPPING))
+    elif not run.ended:  # every path above ends the stream; this one says so if one did not
+        error = RuntimeError("the run ended without a result: see the server's log")
+        await emit(run.mapper.failed(error))
     await flush()
 
 
@@ -162,6 +178,8 @@ class _Run:
 
     mapper: AguiMapper
     flush: Flush
+    ended: bool = False
+    """Whether the stream has its terminal event (`RUN_FINISHED` or `RUN_ERROR`)."""
 
 
 async def _held(
@@ -173,8 +191,10 @@ async def _held(
     resumed: Resumed | None,
 ) -> None:
     mapper = run.mapper
+    opened = False
     try:
         async with threads.hold(run_input.thread_id) as thread:
+            opened = True
             await _run_on(agent, run_input, thread, threads, run, emit, resumed)
     except SessionBusy as exc:
         # Another run holds the thread, and saves it: this one never started.
@@ -185,8 +205,19 @@ async def _held(
             "start another thread"
         )
         await emit(mapper.failed(exc, said))
-    except ValueError as exc:  # the thread's saved state is not a thread's
-        await emit(mapper.failed(exc))
+    except Exception as exc:
+        if isinstance(exc, ValueError) and not isinstance(exc, CheckpointError):
+            await emit(mapper.failed(exc))  # the thread's saved state is not a thread's
+            return
+        if opened:  # the run's own failures end it in `_run_on`: this is raf's
+            said = f"raf failed on thread {run_input.thread_id!r}: {type(exc).__name__}: {exc}"
+            code = None
+        else:  # the store could not open, hold or read the thread
+            doing = f"could not open thread {run_input.thread_id!r}"
+            said = store_failed(threads.store, doing, exc) + ", then send the run again"
+            code = STORE_FAILED
+        log_failure(f"run of {agent.id!r}: {said}", exc)
+        await emit(run.mapper.failed(exc, said, code=code))
 
 
 async def _run_on(
@@ -244,6 +275,8 @@ async def _run_on(
     if shared is not None:
         await emit([StateSnapshotEvent(snapshot=shared)])
     answered = False
+    ending: list[BaseEvent] = []
+    unsaved: tuple[Exception, str] | None = None
     flush = holder.flush
     try:
         await flush()
@@ -260,16 +293,15 @@ async def _run_on(
             answered = True
             waiting = response.status == "waiting"
             pending = {r.request_id for r in response.pending}
-            events = mapper.finished(response)
+            ending = mapper.finished(response)
             thread.asked = {r: mapper.client_id(r) for r in sorted(pending)}
             thread.said = [m.model_dump_json() for m in response.messages] if waiting else []
             thread.context = context
             thread.shared = shared
-            await emit(events)
     except Exception as exc:
         if not isinstance(exc, UnknownRequest | UnansweredCalls):  # the client's mistake
             logger.warning("run of %r on thread %r failed", agent.id, thread.id, exc_info=True)
-        await emit(mapper.failed(exc))
+        ending = mapper.failed(exc)
     finally:
         with anyio.CancelScope(shield=True):
             # What the run produced is in the thread now; its input only once taken in
@@ -277,4 +309,23 @@ async def _run_on(
             thread.seen |= mapper.minted
             if answered:
                 thread.seen |= input_ids(run_input)
-            await threads.save(thread)
+            unsaved = await _save(agent, threads, thread)
+    # The run's end goes out once the thread is saved: a client told RUN_FINISHED finds the
+    # turn kept; when the save failed, it is told that instead.
+    if unsaved is not None:
+        ending = [*ending[:-1], *mapper.failed(unsaved[0], unsaved[1], code=STORE_FAILED)]
+    await emit(ending)
+
+
+async def _save(agent: IAgent, threads: Threads, thread: Thread) -> tuple[Exception, str] | None:
+    """Save `thread`: None once saved, else the store's error and what the client is told
+    of it (logged here, with its traceback)."""
+    try:
+        await threads.save(thread)
+    except Exception as exc:
+        doing = f"could not save thread {thread.id!r}"
+        said = store_failed(threads.store, doing, exc)
+        said += ", then send the run again: this turn is not kept"
+        log_failure(f"run of {agent.id!r}: {said}", exc)
+        return exc, said
+    return None

@@ -51,6 +51,7 @@ from raf.registry import AgentRegistry
 from raf.serve.agui.forks import ForkRefused, read_fork_request, resumption
 from raf.serve.agui.live_runs import LiveRun, LiveRuns, RunsClosed, TooManyRuns
 from raf.serve.agui.streaming import stream_run
+from raf.serve.store_failures import log_failure, store_failed
 from raf.serve.thread_index import ThreadIndex
 from raf.serve.threads import (
     THREAD_EVENT,
@@ -72,6 +73,8 @@ FORK_EVENT = "raf.serve.fork"
 
 _GRAPH_LIMIT = 300
 _MESSAGE_LIMIT = 50
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 Denied = Callable[[Request], Response | None]
 """The app's token check: the refusal to send, or None when the request may go on."""
@@ -265,18 +268,45 @@ def studio_routes(
         Route("/studio/runs/{run:path}/events", follow_run, methods=["GET"]),
         Route("/studio/runs/{run:path}/stop", stop_run, methods=["POST"]),
         Route("/studio/threads/{thread:path}/runs", thread_runs, methods=["GET"]),
-        Route("/studio/threads", list_threads, methods=["GET"]),
-        Route("/studio/threads/{thread:path}/checkpoints", list_checkpoints, methods=["GET"]),
-        Route(
+        _over(store, "/studio/threads", list_threads, "could not list the threads"),
+        _over(
+            store,
+            "/studio/threads/{thread:path}/checkpoints",
+            list_checkpoints,
+            "could not list the thread's checkpoints",
+        ),
+        _over(
+            store,
             "/studio/threads/{thread:path}/checkpoints/{checkpoint}",
             show_checkpoint,
-            methods=["GET"],
+            "could not read the checkpoint",
         ),
-        Route(
-            "/studio/threads/{thread:path}/checkpoints/{checkpoint}/fork", fork, methods=["POST"]
+        _over(
+            store,
+            "/studio/threads/{thread:path}/checkpoints/{checkpoint}/fork",
+            fork,
+            "could not fork the thread",
+            method="POST",
         ),
         Route("/studio/graph/{path:path}", show_graph, methods=["GET"]),
     ]
+
+
+def _over(
+    store: ThreadStore, path: str, endpoint: Endpoint, doing: str, *, method: str = "GET"
+) -> Route:
+    """The route of `endpoint`, which reads the store: when the store fails, it answers 503
+    saying what it was `doing`, which store failed, and how (the traceback is logged)."""
+
+    async def answer(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except Exception as exc:
+            said = f"{store_failed(store, doing, exc)}, then try again"
+            log_failure(f"studio {request.method} {request.url.path}: {said}", exc)
+            return _problem(503, said)
+
+    return Route(path, answer, methods=[method])
 
 
 def _followed(live: LiveRuns, run: LiveRun, after: int) -> EventSourceResponse:
