@@ -19,7 +19,7 @@ import errno
 import logging
 import sqlite3
 
-from raf.errors import CheckpointError
+from raf.errors import AgentError
 
 __all__ = ["STORE_FAILED", "log_failure", "store_failed"]
 
@@ -53,7 +53,7 @@ def _name(store: object) -> str:
 
 
 def _remedy(error: BaseException) -> str:
-    if isinstance(error, CheckpointError):  # it says what to do with the file itself
+    if isinstance(error, AgentError):  # raf's own says what to do (a damaged file, a lost lock)
         return ""
     text = str(error).lower()
     if (isinstance(error, OSError) and error.errno in _FULL) or "disk is full" in text:

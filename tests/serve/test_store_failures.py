@@ -49,9 +49,15 @@ class FullDisk(SqliteCheckpointStore):
         self.every_save = every_save
 
     async def save(self, checkpoint: Checkpoint) -> None:
-        if self.full and (self.every_save or checkpoint.session_id.startswith("thread:")):
+        if self.full and self.every_save:
             raise sqlite3.OperationalError(FULL)
         await super().save(checkpoint)
+
+    async def save_following(self, checkpoint: Checkpoint, follows: str | None) -> None:
+        # A thread's turn is its session's fenced save.
+        if self.full:
+            raise sqlite3.OperationalError(FULL)
+        await super().save_following(checkpoint, follows)
 
 
 def team() -> IAgent:
