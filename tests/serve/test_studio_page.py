@@ -213,7 +213,8 @@ def test_a_run_in_flight_survives_a_reload(page: Page) -> None:
         assert page.locator(".run-foot .state").inner_text() == "Running…"
         assert not stalling.cancelled.is_set()  # re-attached: the run went on
         assert page.locator(".run .text").inner_text() == "thinking"  # no event twice
-        assert page.locator("#stop").is_visible()
+        # The turn is drawn from the browser's cache before the page re-attaches to the run.
+        page.locator("#stop").wait_for(state="visible")
         page.click("#stop")
         page.locator(".run.stopped").wait_for()
         assert stalling.cancelled.wait(10)
