@@ -75,6 +75,7 @@ _SAVE = (
     " (id, session_id, workflow_id, superstep, created_at, version, data)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+_LOAD = f"SELECT {_records.CHECKPOINT_COLUMNS} FROM checkpoints WHERE id = ?"
 _EVENT_COLUMNS = "id, occurred_at, kind, key, hash, meta, code_rev"
 _APPEND = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _PUT = "INSERT OR IGNORE INTO objects (hash, content) VALUES (?, ?)"
@@ -165,13 +166,19 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
             KeyError: no checkpoint has that id (the message names it).
             CheckpointVersionError: it was written in a format version this raf does not know.
         """
-        row: tuple[Any, ...] | None = await self._fetch_one(
-            f"SELECT {_records.CHECKPOINT_COLUMNS} FROM checkpoints WHERE id = ?",
-            (checkpoint_id,),
-        )
-        if row is None:
+        known = self._known
+
+        def read(connection: sqlite3.Connection) -> Checkpoint | None:
+            # Parsed, joined and validated in the worker thread, as `save` cuts it up there.
+            row: tuple[Any, ...] | None = connection.execute(_LOAD, (checkpoint_id,)).fetchone()
+            if row is None:
+                return None
+            return _records.join_checkpoint(row, lambda digests: _parts(connection, digests, known))
+
+        checkpoint = await self._run(read)
+        if checkpoint is None:
             raise _records.unknown_checkpoint(checkpoint_id)
-        return await _records.join_checkpoint(row, self._parts)
+        return checkpoint
 
     async def latest(self, session_id: str) -> str | None:
         """The greatest (newest) checkpoint id of `session_id`, or None."""
@@ -259,22 +266,6 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         if row is None:
             raise _records.unknown_content(digest)
         return row[0]
-
-    async def _parts(self, digests: list[str]) -> dict[str, bytes]:
-        """The stored parts among `digests`, in batches of `_BATCH` a statement."""
-
-        def read(connection: sqlite3.Connection) -> dict[str, bytes]:
-            found: dict[str, bytes] = {}
-            for start in range(0, len(digests), _BATCH):
-                batch = digests[start : start + _BATCH]
-                marks = ", ".join("?" * len(batch))
-                query = f"SELECT hash, content FROM objects WHERE hash IN ({marks})"
-                found.update(connection.execute(query, batch).fetchall())
-            return found
-
-        found = await self._run(read)
-        self._known.add(found.keys())
-        return found
 
     async def _acquire_elsewhere(self, session_id: str, wait: bool) -> Release | None:
         if self._closed or self._file_locks is None:
@@ -416,6 +407,20 @@ def _migrate(connection: sqlite3.Connection) -> None:
         root, parts = _records.migrated_checkpoint(checkpoint_id, text)
         connection.executemany(_PUT, parts.items())
         connection.execute("UPDATE checkpoints SET data = ? WHERE id = ?", (root, checkpoint_id))
+
+
+def _parts(
+    connection: sqlite3.Connection, digests: list[str], known: KnownParts
+) -> dict[str, bytes]:
+    """The stored parts among `digests`, in batches of `_BATCH` a statement."""
+    found: dict[str, bytes] = {}
+    for start in range(0, len(digests), _BATCH):
+        batch = digests[start : start + _BATCH]
+        marks = ", ".join("?" * len(batch))
+        query = f"SELECT hash, content FROM objects WHERE hash IN ({marks})"
+        found.update(connection.execute(query, batch).fetchall())
+    known.add(found.keys())
+    return found
 
 
 def _event_from_row(row: tuple[object, ...]) -> StoredEvent:
