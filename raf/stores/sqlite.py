@@ -25,13 +25,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Self, TypeVar
 
 import anyio
 from anyio import to_thread
 
 from raf.errors import AppendConflict
-from raf.stores import _records
+from raf.stores import _records, _sqlite_file
 from raf.stores._closing import ClosingStore
 from raf.stores._file_locks import FileLocks
 from raf.stores._interruptible import Interrupted, close_in_thread, run_interruptible
@@ -285,20 +286,31 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         async with self._lock:
             if self._closed:
                 raise anyio.ClosedResourceError(f"{self!r} is closed")
-            connection = self._connection
-            if connection is None:
-                connection = self._connection = await _open(self.path)
+            try:
+                connection = self._connection
+                if connection is None:
+                    connection = self._connection = await _open(self.path)
+            except sqlite3.DatabaseError as error:
+                _refuse_damaged(error, self.path)
+                raise
 
             def abandon() -> None:
                 # The call outlived its grace: its thread closes the connection when done.
                 if self._connection is connection:
                     self._connection = None
 
-            return await _interruptibly(connection, operation, abandon)
+            try:
+                return await _interruptibly(connection, operation, abandon)
+            except sqlite3.DatabaseError as error:
+                _refuse_damaged(error, self.path)
+                raise
 
 
 async def _open(path: str) -> sqlite3.Connection:
-    """Open (creating when needed) the database at `path` and check its layout version."""
+    """Open the database at `path` (creating it when nothing is there) and check that it is a
+    raf store of a layout this raf reads."""
+    if path != ":memory:":
+        await to_thread.run_sync(_sqlite_file.create_or_check, path, partial(_prepare, path=path))
     connection = await to_thread.run_sync(
         lambda: sqlite3.connect(
             path,
@@ -307,24 +319,32 @@ async def _open(path: str) -> sqlite3.Connection:
             check_same_thread=False,  # worker threads take turns under the store's lock
         )
     )
-
-    def prepare(connection: sqlite3.Connection) -> None:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
-        connection.execute("BEGIN IMMEDIATE")
-        for statement in _SCHEMA:
-            connection.execute(statement)
-        _check_schema_version(connection, path)
-        connection.execute("COMMIT")
-
     abandoned = threading.Event()
     try:
-        await _interruptibly(connection, prepare, abandoned.set)
+        await _interruptibly(connection, partial(_prepare, path=path), abandoned.set)
     except BaseException:
         if not abandoned.is_set():  # else its own thread closes it
             await close_in_thread(connection.close)
         raise
     return connection
+
+
+def _prepare(connection: sqlite3.Connection, *, path: str) -> None:
+    """Make the database a raf store of this layout, in one transaction."""
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    connection.execute("BEGIN IMMEDIATE")
+    _sqlite_file.check_tables(connection, path)
+    for statement in _SCHEMA:
+        connection.execute(statement)
+    _check_schema_version(connection, path)
+    connection.execute("COMMIT")
+
+
+def _refuse_damaged(error: sqlite3.DatabaseError, path: str) -> None:
+    """Raise the error naming the file and what to do, when `error` says it is damaged."""
+    if _sqlite_file.is_damage(error):
+        raise _sqlite_file.damaged(path, f"SQLite says: {error}") from error
 
 
 async def _interruptibly(
