@@ -208,9 +208,12 @@ def _check_store(path: str) -> None:
         raise SystemExit(f"--store {path!r} is a directory: give a file path, say sessions.db")
     if not where.parent.is_dir():
         raise SystemExit(f"--store {path!r}: no directory {str(where.parent)!r}; create it first")
+    if not where.exists():
+        return  # the store makes it, with its tables (an empty file would not be its own)
     try:
-        with closing(sqlite3.connect(path)) as connection:
-            connection.execute("PRAGMA schema_version").fetchone()
+        # Read-only: a check must not leave an empty file behind for the store to refuse.
+        with closing(sqlite3.connect(f"{where.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            db.execute("PRAGMA schema_version").fetchone()
     except sqlite3.Error as exc:
         raise SystemExit(f"--store {path!r} cannot be used as a SQLite store: {exc}") from None
 

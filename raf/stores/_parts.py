@@ -20,12 +20,11 @@ among `$ref`, `$list` and `$esc` is kept as `{"$esc": object}`, so no value is m
 either. JSON text of parts is UTF-8 with any lone surrogate written as its `\\uXXXX` escape.
 
 Example:
-    >>> import anyio
     >>> history = [{"role": "user", "text": "x" * 300} for _ in range(20)]
     >>> parts = split({"history": history})
-    >>> async def fetch(digests: list[str]) -> dict[str, bytes]:
-    ...     return {d: parts.objects[d] for d in digests}
-    >>> anyio.run(join, parts.root, fetch) == {"history": history}
+    >>> join(parts.root, lambda digests: {d: parts.objects[d] for d in digests}) == {
+    ...     "history": history
+    ... }
     True
 """
 
@@ -34,9 +33,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
+
+import pydantic_core
 
 __all__ = [
     "CHUNK",
@@ -60,7 +61,7 @@ _ESCAPE = "$esc"
 _MARKERS = frozenset({_REF, _LIST, _ESCAPE})
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
-Fetch = Callable[[list[str]], Awaitable[dict[str, bytes]]]
+Fetch = Callable[[list[str]], dict[str, bytes]]
 """Reads the parts stored under some digests: those it has, by digest."""
 
 
@@ -77,7 +78,8 @@ class Parts:
 
 
 def split(value: Any, known: KnownParts | None = None) -> Parts:
-    """Cut the JSON value `value` (dicts with string keys, lists, str, numbers, bools, None).
+    """Cut the JSON value `value` (dicts with string keys, lists, str, numbers, bools, None;
+    anything else is first made JSON as `pydantic_core.to_jsonable_python` does).
 
     With `known`, a long string whose part the store is known to hold is not encoded again,
     and `objects` leaves that part out (the store has it).
@@ -87,35 +89,63 @@ def split(value: Any, known: KnownParts | None = None) -> Parts:
     return parts
 
 
-async def join(root: Any, fetch: Fetch) -> Any:
+def join(root: Any, fetch: Fetch) -> Any:
     """The value that `split` cut into `root` and parts, reading the parts with `fetch`,
     one round for each level of references (so a few rounds, however long the value).
+
+    Blocking and CPU-bound for a long value: stores call it in a worker thread.
 
     Raises:
         DamagedParts: a part is missing, does not match its digest, or does not fit.
     """
     loaded: dict[str, Any] = {}
-    wanted = set(_references(root))
+    plain: set[str] = set()
+    wanted, _ = _scan(root)
     while wanted:
         ordered = sorted(wanted)
-        found = await fetch(ordered)
+        found = fetch(ordered)
+        data: list[bytes] = []
         for digest in ordered:
-            data = found.get(digest)
-            if data is None:
+            part = found.get(digest)
+            if part is None:
                 raise DamagedParts(f"part {digest} is missing from the store")
-            if part_digest(data) != digest:
+            if part_digest(part) != digest:
                 raise DamagedParts(f"part {digest} does not match its digest")
+            data.append(part)
+        wanted: set[str] = set()
+        for digest, value in zip(ordered, _parsed(ordered, data), strict=True):
+            loaded[digest] = value
+            references, marked = _scan(value)
+            if not marked:
+                plain.add(digest)
+            wanted.update(reference for reference in references if reference not in loaded)
+    return _Joiner(loaded, plain).value(root)
+
+
+_PARSE_BATCH = 256
+"""Parts parsed by one `json.loads` (one call per part would cost more than the parsing; a
+bounded batch keeps each call, which holds the GIL, short)."""
+
+
+def _parsed(digests: list[str], data: list[bytes]) -> list[Any]:
+    """The JSON values of the parts `data` (filed under `digests`)."""
+    values: list[Any] = []
+    for start in range(0, len(data), _PARSE_BATCH):
+        batch = data[start : start + _PARSE_BATCH]
+        try:
+            parsed: Any = json.loads(b"[" + b",".join(batch) + b"]")
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list) and len(cast(list[Any], parsed)) == len(batch):
+            values.extend(cast(list[Any], parsed))
+            continue
+        # A part that is not one JSON value: find it, to name it.
+        for digest, part in zip(digests[start : start + _PARSE_BATCH], batch, strict=True):
             try:
-                loaded[digest] = json.loads(data)
+                values.append(json.loads(part))
             except ValueError as error:
                 raise DamagedParts(f"part {digest} is not JSON: {error}") from None
-        wanted = {
-            reference
-            for digest in ordered
-            for reference in _references(loaded[digest])
-            if reference not in loaded
-        }
-    return _Joiner(loaded).value(root)
+    return values
 
 
 class KnownParts:
@@ -198,10 +228,11 @@ class _Splitter:
 
     def value(self, value: Any) -> tuple[Any, int]:
         """`value` as stored, and about how long its JSON is."""
-        if isinstance(value, str):
+        kind: type[object] = type(cast(object, value))
+        if kind is str:
             size = len(value) + 2
             return (value, size) if size <= INLINE_BYTES else (self._text(value), _REFERENCE_BYTES)
-        if isinstance(value, dict):
+        if kind is dict and all(type(key) is str for key in value):
             kept: dict[str, Any] = {}
             size = 1
             for key, item in cast(dict[str, Any], value).items():
@@ -210,10 +241,15 @@ class _Splitter:
             if len(kept) == 1 and next(iter(kept)) in _MARKERS:
                 kept, size = {_ESCAPE: kept}, size + 9
             return self._sized(kept, size)
-        if isinstance(value, (list, tuple)):
+        if kind is list or kind is tuple:
             pairs = [self.value(item) for item in cast(list[Any], value)]
             return self._array([item for item, _ in pairs], [size for _, size in pairs])
-        return value, _SCALAR_BYTES
+        if value is None or kind is int or kind is float or kind is bool:
+            return value, _SCALAR_BYTES
+        # Anything else (a model, a datetime, an enum, a dict with other keys) as pydantic
+        # serializes it to JSON. Value by value, not the whole value first: one call on a
+        # long conversation would hold the GIL, and so stall the event loop, for its length.
+        return self.value(pydantic_core.to_jsonable_python(value))
 
     def _array(self, items: list[Any], sizes: list[int]) -> tuple[Any, int]:
         if len(items) <= CHUNK:
@@ -265,8 +301,12 @@ def _tree_sizes(chunks: int) -> list[int]:
     return [1 << bit for bit in range(chunks.bit_length() - 1, -1, -1) if chunks >> bit & 1]
 
 
-def _references(value: Any) -> Iterator[str]:
-    """The digests `value` refers to directly (not those inside the parts)."""
+def _scan(value: Any) -> tuple[set[str], bool]:
+    """The digests `value` refers to directly (not those inside the parts), and whether it
+    holds any marker (a reference, an array layout or an escape): one without is used as
+    parsed."""
+    references: set[str] = set()
+    marked = False
     stack = [value]
     while stack:
         item = stack.pop()
@@ -274,8 +314,10 @@ def _references(value: Any) -> Iterator[str]:
             mapping = cast(dict[str, Any], item)
             if len(mapping) == 1:
                 key, inner = next(iter(mapping.items()))
+                if key in _MARKERS:
+                    marked = True
                 if key == _REF:
-                    yield _digest(inner)
+                    references.add(_digest(inner))
                     continue
                 if key == _ESCAPE and isinstance(inner, dict):
                     stack.extend(cast(dict[str, Any], inner).values())
@@ -283,6 +325,7 @@ def _references(value: Any) -> Iterator[str]:
             stack.extend(mapping.values())
         elif isinstance(item, list):
             stack.extend(cast(list[Any], item))
+    return references, marked
 
 
 def _digest(reference: Any) -> str:
@@ -292,10 +335,15 @@ def _digest(reference: Any) -> str:
 
 
 class _Joiner:
-    __slots__ = ("loaded",)
+    """Puts a value together from its loaded parts. A part without markers is used as parsed
+    the first time (no walk through its items, the bulk of a long conversation) and copied
+    by the walk any later time, so no two places of the value share an object."""
 
-    def __init__(self, loaded: dict[str, Any]) -> None:
+    __slots__ = ("loaded", "plain")
+
+    def __init__(self, loaded: dict[str, Any], plain: set[str]) -> None:
         self.loaded = loaded
+        self.plain = plain
 
     def value(self, value: Any) -> Any:
         if isinstance(value, dict):
@@ -303,7 +351,11 @@ class _Joiner:
             if len(mapping) == 1:
                 key, inner = next(iter(mapping.items()))
                 if key == _REF:
-                    return self.value(self.loaded[_digest(inner)])
+                    digest = _digest(inner)
+                    if digest in self.plain:
+                        self.plain.discard(digest)
+                        return self.loaded[digest]
+                    return self.value(self.loaded[digest])
                 if key == _LIST:
                     return self._array(inner)
                 if key == _ESCAPE:

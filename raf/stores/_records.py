@@ -39,7 +39,7 @@ def split_checkpoint(
         session_id=checkpoint.session_id,
         workflow_id=checkpoint.workflow_id,
     )
-    parts = split(pydantic_core.to_jsonable_python(checkpoint.data), known)
+    parts = split(checkpoint.data, known)
     # The row's columns hold the rest of the checkpoint. ASCII: the root is small, and
     # escaping keeps any lone surrogate storable everywhere.
     head: dict[str, Any] = {"version": checkpoint.version, "data": parts.root}
@@ -52,9 +52,12 @@ def split_checkpoint(
     return json.dumps(head, separators=(",", ":")), parts.objects
 
 
-async def join_checkpoint(row: Sequence[Any], fetch: Fetch) -> Checkpoint:
+def join_checkpoint(row: Sequence[Any], fetch: Fetch) -> Checkpoint:
     """The checkpoint stored as `row` (its columns in `CHECKPOINT_COLUMNS` order, the last
     the text `split_checkpoint` wrote), its parts read with `fetch`.
+
+    Blocking, and CPU-bound for a long conversation: stores call it in a worker thread, as
+    they call `checkpoint_row`, so the event loop only awaits it.
 
     Raises:
         CheckpointVersionError: for a version this raf does not know.
@@ -77,7 +80,7 @@ async def join_checkpoint(row: Sequence[Any], fetch: Fetch) -> Checkpoint:
             f"{version}",
         )
     try:
-        data = await join(fields.get("data", {}), fetch)
+        data = join(fields.get("data", {}), fetch)
     except DamagedParts as exc:
         raise _damaged(checkpoint_id, f"its data cannot be put together: {exc}") from exc
     moment = fields.get("created_at", created_at)

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import NamedTuple, Self
 
 import anyio.lowlevel
+from anyio import to_thread
 
 from raf.errors import AppendConflict
 from raf.stores import _records
@@ -123,7 +124,14 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
         saved = self._checkpoints.get(checkpoint_id)
         if saved is None:
             raise _records.unknown_checkpoint(checkpoint_id)
-        return await _records.join_checkpoint(saved, self._parts)
+        # Joined in a worker thread, as the other stores do: a long conversation is not the
+        # event loop's work. Parts are never removed, so reading them from there is safe.
+        objects = self._objects
+        return await to_thread.run_sync(
+            lambda: _records.join_checkpoint(
+                saved, lambda digests: {d: objects[d] for d in digests if d in objects}
+            )
+        )
 
     async def latest(self, session_id: str) -> str | None:
         """The greatest (newest) checkpoint id of `session_id`, or None."""
@@ -200,11 +208,6 @@ class MemoryCheckpointStore(SessionLockingStore, ClosingStore):
             return self._objects[digest]
         except KeyError:
             raise _records.unknown_content(digest) from None
-
-    async def _parts(self, digests: list[str]) -> dict[str, bytes]:
-        await _yield_point()
-        objects = self._objects
-        return {digest: objects[digest] for digest in digests if digest in objects}
 
     def _newest(self, session_id: str) -> str | None:
         return max(

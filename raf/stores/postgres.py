@@ -157,14 +157,23 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
             CheckpointVersionError: it was written in a format version this raf does not know.
         """
         # PostgreSQL text cannot hold NUL, so no stored id has one.
-        row = (
-            None
-            if _has_nul(checkpoint_id)
-            else await self._fetch_one(self._queries.load, (checkpoint_id,))
-        )
-        if row is None:
+        if _has_nul(checkpoint_id):
             raise _records.unknown_checkpoint(checkpoint_id)
-        return await _records.join_checkpoint(row, self._parts)
+        queries, known = self._queries, self._known
+
+        def read(connection: Connection) -> Checkpoint | None:
+            # Parsed, joined and validated in the worker thread, as `save` cuts it up there.
+            row = connection.execute(queries.load, (checkpoint_id,)).fetchone()
+            if row is None:
+                return None
+            return _records.join_checkpoint(
+                row, lambda digests: _parts(connection, queries, digests, known)
+            )
+
+        checkpoint = await self._run(read)
+        if checkpoint is None:
+            raise _records.unknown_checkpoint(checkpoint_id)
+        return checkpoint
 
     async def latest(self, session_id: str) -> str | None:
         """The greatest (newest) checkpoint id of `session_id`, or None."""
@@ -253,14 +262,6 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
             raise _records.unknown_content(digest)
         return bytes(row[0])
 
-    async def _parts(self, digests: list[str]) -> dict[str, bytes]:
-        """The stored parts among `digests` (one statement)."""
-        query = self._queries.get_many
-        rows = await self._run(lambda connection: connection.execute(query, (digests,)).fetchall())
-        found = {str(digest): bytes(content) for digest, content in rows}
-        self._known.add(found.keys())
-        return found
-
     async def _fetch_one(
         self, query: sql.Composed, parameters: tuple[str, ...]
     ) -> tuple[Any, ...] | None:
@@ -309,6 +310,16 @@ class PostgresCheckpointStore(SessionLockingStore, ClosingStore):
                 with connection.cursor() as cursor:
                     cursor.executemany(queries.put, list(parts.items()))
             connection.execute(queries.set_data, (root, checkpoint_id))
+
+
+def _parts(
+    connection: Connection, queries: Queries, digests: list[str], known: KnownParts
+) -> dict[str, bytes]:
+    """The stored parts among `digests` (one statement)."""
+    rows = connection.execute(queries.get_many, (digests,)).fetchall()
+    found = {str(digest): bytes(content) for digest, content in rows}
+    known.add(found.keys())
+    return found
 
 
 def _has_nul(text: object) -> bool:

@@ -25,13 +25,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Self, TypeVar
 
 import anyio
 from anyio import to_thread
 
 from raf.errors import AppendConflict
-from raf.stores import _records
+from raf.stores import _records, _sqlite_file
 from raf.stores._closing import ClosingStore
 from raf.stores._fenced import check_follows, refused
 from raf.stores._file_locks import FileLocks
@@ -77,6 +78,7 @@ _SAVE = (
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 _NEWEST = "SELECT id FROM checkpoints WHERE session_id = ? ORDER BY id DESC LIMIT 1"
+_LOAD = f"SELECT {_records.CHECKPOINT_COLUMNS} FROM checkpoints WHERE id = ?"
 _EVENT_COLUMNS = "id, occurred_at, kind, key, hash, meta, code_rev"
 _APPEND = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _PUT = "INSERT OR IGNORE INTO objects (hash, content) VALUES (?, ?)"
@@ -189,13 +191,19 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
             KeyError: no checkpoint has that id (the message names it).
             CheckpointVersionError: it was written in a format version this raf does not know.
         """
-        row: tuple[Any, ...] | None = await self._fetch_one(
-            f"SELECT {_records.CHECKPOINT_COLUMNS} FROM checkpoints WHERE id = ?",
-            (checkpoint_id,),
-        )
-        if row is None:
+        known = self._known
+
+        def read(connection: sqlite3.Connection) -> Checkpoint | None:
+            # Parsed, joined and validated in the worker thread, as `save` cuts it up there.
+            row: tuple[Any, ...] | None = connection.execute(_LOAD, (checkpoint_id,)).fetchone()
+            if row is None:
+                return None
+            return _records.join_checkpoint(row, lambda digests: _parts(connection, digests, known))
+
+        checkpoint = await self._run(read)
+        if checkpoint is None:
             raise _records.unknown_checkpoint(checkpoint_id)
-        return await _records.join_checkpoint(row, self._parts)
+        return checkpoint
 
     async def latest(self, session_id: str) -> str | None:
         """The greatest (newest) checkpoint id of `session_id`, or None."""
@@ -284,22 +292,6 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
             raise _records.unknown_content(digest)
         return row[0]
 
-    async def _parts(self, digests: list[str]) -> dict[str, bytes]:
-        """The stored parts among `digests`, in batches of `_BATCH` a statement."""
-
-        def read(connection: sqlite3.Connection) -> dict[str, bytes]:
-            found: dict[str, bytes] = {}
-            for start in range(0, len(digests), _BATCH):
-                batch = digests[start : start + _BATCH]
-                marks = ", ".join("?" * len(batch))
-                query = f"SELECT hash, content FROM objects WHERE hash IN ({marks})"
-                found.update(connection.execute(query, batch).fetchall())
-            return found
-
-        found = await self._run(read)
-        self._known.add(found.keys())
-        return found
-
     async def _acquire_elsewhere(self, session_id: str, wait: bool) -> SessionLock | None:
         if self._closed or self._file_locks is None:
             raise anyio.ClosedResourceError("the SQLite store is closed")
@@ -318,20 +310,31 @@ class SqliteCheckpointStore(SessionLockingStore, ClosingStore):
         async with self._lock:
             if self._closed:
                 raise anyio.ClosedResourceError(f"{self!r} is closed")
-            connection = self._connection
-            if connection is None:
-                connection = self._connection = await _open(self.path)
+            try:
+                connection = self._connection
+                if connection is None:
+                    connection = self._connection = await _open(self.path)
+            except sqlite3.DatabaseError as error:
+                _refuse_damaged(error, self.path)
+                raise
 
             def abandon() -> None:
                 # The call outlived its grace: its thread closes the connection when done.
                 if self._connection is connection:
                     self._connection = None
 
-            return await _interruptibly(connection, operation, abandon)
+            try:
+                return await _interruptibly(connection, operation, abandon)
+            except sqlite3.DatabaseError as error:
+                _refuse_damaged(error, self.path)
+                raise
 
 
 async def _open(path: str) -> sqlite3.Connection:
-    """Open (creating when needed) the database at `path` and check its layout version."""
+    """Open the database at `path` (creating it when nothing is there) and check that it is a
+    raf store of a layout this raf reads."""
+    if path != ":memory:":
+        await to_thread.run_sync(_sqlite_file.create_or_check, path, partial(_prepare, path=path))
     connection = await to_thread.run_sync(
         lambda: sqlite3.connect(
             path,
@@ -340,24 +343,32 @@ async def _open(path: str) -> sqlite3.Connection:
             check_same_thread=False,  # worker threads take turns under the store's lock
         )
     )
-
-    def prepare(connection: sqlite3.Connection) -> None:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
-        connection.execute("BEGIN IMMEDIATE")
-        for statement in _SCHEMA:
-            connection.execute(statement)
-        _check_schema_version(connection, path)
-        connection.execute("COMMIT")
-
     abandoned = threading.Event()
     try:
-        await _interruptibly(connection, prepare, abandoned.set)
+        await _interruptibly(connection, partial(_prepare, path=path), abandoned.set)
     except BaseException:
         if not abandoned.is_set():  # else its own thread closes it
             await close_in_thread(connection.close)
         raise
     return connection
+
+
+def _prepare(connection: sqlite3.Connection, *, path: str) -> None:
+    """Make the database a raf store of this layout, in one transaction."""
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    connection.execute("BEGIN IMMEDIATE")
+    _sqlite_file.check_tables(connection, path)
+    for statement in _SCHEMA:
+        connection.execute(statement)
+    _check_schema_version(connection, path)
+    connection.execute("COMMIT")
+
+
+def _refuse_damaged(error: sqlite3.DatabaseError, path: str) -> None:
+    """Raise the error naming the file and what to do, when `error` says it is damaged."""
+    if _sqlite_file.is_damage(error):
+        raise _sqlite_file.damaged(path, f"SQLite says: {error}") from error
 
 
 async def _interruptibly(
@@ -440,6 +451,20 @@ def _migrate(connection: sqlite3.Connection) -> None:
         root, parts = _records.migrated_checkpoint(checkpoint_id, text)
         connection.executemany(_PUT, parts.items())
         connection.execute("UPDATE checkpoints SET data = ? WHERE id = ?", (root, checkpoint_id))
+
+
+def _parts(
+    connection: sqlite3.Connection, digests: list[str], known: KnownParts
+) -> dict[str, bytes]:
+    """The stored parts among `digests`, in batches of `_BATCH` a statement."""
+    found: dict[str, bytes] = {}
+    for start in range(0, len(digests), _BATCH):
+        batch = digests[start : start + _BATCH]
+        marks = ", ".join("?" * len(batch))
+        query = f"SELECT hash, content FROM objects WHERE hash IN ({marks})"
+        found.update(connection.execute(query, batch).fetchall())
+    known.add(found.keys())
+    return found
 
 
 def _event_from_row(row: tuple[object, ...]) -> StoredEvent:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import base64
+import enum
 import hashlib
 import json
+from datetime import datetime
 from typing import Any
 
-import anyio
+import pydantic_core
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from raf.stores._parts import (
     CHUNK,
@@ -43,10 +46,10 @@ _json = st.recursive(
 
 
 def _joined(parts: Parts) -> Any:
-    async def fetch(digests: list[str]) -> dict[str, bytes]:
+    def fetch(digests: list[str]) -> dict[str, bytes]:
         return {digest: parts.objects[digest] for digest in digests if digest in parts.objects}
 
-    return anyio.run(join, parts.root, fetch)
+    return join(parts.root, fetch)
 
 
 @given(_json)
@@ -90,6 +93,59 @@ def test_equal_values_share_their_parts() -> None:
     message = {"role": "assistant", "text": "y" * 1000}
     one = split({"a": [message] * 20, "b": message})
     assert len(one.objects) < 12  # the message once, its chunks and trees once each
+
+
+def test_a_value_met_twice_comes_back_as_two_objects() -> None:
+    # One part, used as parsed the first time: the second use must not share it.
+    message = {"role": "assistant", "text": "y" * 1000}
+    joined = _joined(split({"a": [message] * 6}))
+    assert joined == {"a": [message] * 6}
+    assert len({id(item) for item in joined["a"]}) == 6
+    joined["a"][0]["text"] = "changed"
+    assert joined["a"][1]["text"] == "y" * 1000
+
+
+class _Colour(enum.Enum):
+    RED = "red"
+
+
+class _Note(BaseModel):
+    at: datetime
+    colour: _Colour
+    tags: tuple[str, ...]
+
+
+_jsonable = st.recursive(
+    _scalars
+    | st.builds(_Note, at=st.datetimes(), colour=st.just(_Colour.RED), tags=st.tuples(st.text()))
+    | st.sets(st.integers(), max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3 * CHUNK + 3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_keys | st.integers().map(str), inner, max_size=4)
+        | st.dictionaries(st.integers(), inner, max_size=3)
+    ),
+    max_leaves=40,
+)
+
+
+@given(_jsonable)
+def test_a_value_pydantic_can_serialize_is_stored_as_its_json(value: Any) -> None:
+    # Converted value by value (never the whole value at once), with pydantic's own result.
+    as_json = pydantic_core.to_jsonable_python(value)
+    assert split(value).objects == split(as_json).objects
+    assert _joined(split(value)) == as_json
+
+
+def test_a_part_that_is_not_one_json_value_is_named() -> None:
+    parts = split({"text": "z" * 1000})
+    (digest,) = parts.objects
+    data = b"1, 2"
+    parts.root = {"text": {"$ref": part_digest(data)}}
+    parts.objects = {part_digest(data): data}
+    with pytest.raises(DamagedParts, match=f"part {part_digest(data)} is not JSON"):
+        _joined(parts)
+    assert digest != part_digest(data)
 
 
 def test_a_missing_part_is_named() -> None:

@@ -139,9 +139,9 @@ async def test_an_in_memory_database_works(tmp_path: Path, monkeypatch: pytest.M
     assert [entry async for entry in anyio.Path(tmp_path).iterdir()] == []
 
 
-async def test_a_bad_path_fails_on_open_with_the_sqlite_error(tmp_path: Path) -> None:
+async def test_a_path_in_a_missing_folder_fails_on_open_naming_the_folder(tmp_path: Path) -> None:
     store = SqliteCheckpointStore(tmp_path / "missing-dir" / "x.db")
     assert repr(store) == f"SqliteCheckpointStore({str(tmp_path / 'missing-dir' / 'x.db')!r})"
-    with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+    with pytest.raises(FileNotFoundError, match="missing-dir' does not exist; create it"):
         async with store:
             pass
