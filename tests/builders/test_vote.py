@@ -307,3 +307,30 @@ def test_a_default_ballot_is_read_from_json_prose_or_plain_text() -> None:
     assert read(' {"choice": 3}')[1] == (
         "its answer is not JSON of Ballot: choice: Input should be a valid string (got 3)"
     )
+
+
+async def test_a_vote_where_every_voter_failed_is_an_error_naming_their_errors() -> None:
+    def down(messages: list[ChatMessage]) -> str:
+        raise RuntimeError("model endpoint down")
+
+    agent = vote_of(FunctionAgent("a", down), FunctionAgent("b", down)).build().as_agent()
+    with pytest.raises(QuorumNotReached, match="every voter failed") as failed:
+        await agent.run("ship?").collect()
+    assert "a: failed: RuntimeError: model endpoint down" in str(failed.value)
+    assert "b: failed" in str(failed.value)
+
+
+async def test_a_vote_with_some_failures_says_how_many_failed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def down(messages: list[ChatMessage]) -> str:
+        raise RuntimeError("model endpoint down")
+
+    agent = vote_of(says("a", "ship"), FunctionAgent("b", down)).build().as_agent()
+    with caplog.at_level("WARNING", logger="raf"):
+        response = await agent.run("ship?").collect()
+    assert response.value.winner == "ship"
+    assert any("1 of 2 voters failed" in r.getMessage() for r in caplog.records)
+    split = vote_of(says("a", "ship"), says("c", "hold"), FunctionAgent("b", down))
+    tied = await split.with_policy(majority()).build().as_agent().run("ship?").collect()
+    assert tied.text.endswith("(1 of 3 voters failed)")

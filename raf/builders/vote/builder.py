@@ -49,6 +49,8 @@ POLL = "poll"
 COUNT = "count"
 
 _log = logging.getLogger("raf")
+_FAILED = "failed:"
+"""How a voter whose run raised is said to have no ballot in `VoteResult.errors`."""
 
 
 class VoteBuilder:
@@ -301,7 +303,7 @@ class _Round:
                     raise  # a durable run's own error (a replay that went another way): fails
                 _log.warning("voter %r failed; it abstains", voter.id, exc_info=exc)
                 self.ballots[voter.id] = None
-                self.errors[voter.id] = f"failed: {type(exc).__name__}: {exc}"
+                self.errors[voter.id] = f"{_FAILED} {type(exc).__name__}: {exc}"
             else:
                 ballot, problem = read_ballot(response, self.rules.schema)
                 self.ballots[voter.id] = ballot
@@ -369,6 +371,22 @@ class Count(Executor):
                 f"than its quorum of {self._quorum} (why the others have none: {reasons}); "
                 "lower with_quorum(), or give the voters a ballot schema they can fill"
             )
+        failed = {v: e for v, e in errors.items() if e.startswith(_FAILED)}
+        if failed and len(failed) == len(ballots):
+            # A model outage is not a disagreement: nobody voted.
+            reasons = "; ".join(f"{v}: {e}" for v, e in failed.items())
+            raise QuorumNotReached(
+                f"vote {self._vote_id!r}: every voter failed, so nobody voted ({reasons}); "
+                "fix what they failed on and run the vote again"
+            )
+        if failed:
+            _log.warning(
+                "vote %r: %d of %d voters failed and did not vote: %s",
+                self._vote_id,
+                len(failed),
+                len(ballots),
+                "; ".join(f"{v}: {e}" for v, e in failed.items()),
+            )
         choices = {v: _choice(b) for v, b in ballots.items()}
         outcome = count(self._policy, choices, self._order)
         winner = outcome.winner
@@ -384,6 +402,8 @@ class Count(Executor):
             errors=errors,
         )
         text = winner if winner is not None else f"no winner: {outcome.reason}"
+        if winner is None and failed:
+            text += f" ({len(failed)} of {len(ballots)} voters failed)"
         message = ChatMessage.assistant(text, author=self._vote_id)
         # Streamed on the vote's own path, like any agent's answer.
         await ctx.emit(TextDelta(text=text))
