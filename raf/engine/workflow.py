@@ -27,7 +27,7 @@ from raf.engine.state import RunState, RunStatus
 from raf.engine.stream import WorkflowStream
 from raf.run import Turn
 from raf.session import Session, checked_session
-from raf.tracing.settings import active as active_telemetry
+from raf.traced import telemetry_at_start as active_telemetry
 
 if TYPE_CHECKING:
     import networkx as nx
