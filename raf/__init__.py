@@ -53,6 +53,8 @@ from raf.messages import TextContent as TextContent
 from raf.messages import ToolCallContent as ToolCallContent
 from raf.messages import ToolResultContent as ToolResultContent
 from raf.pending import PendingRequest as PendingRequest
+from raf.traced import install_telemetry as _install_telemetry
+from raf.tracing.settings import active as _active_telemetry
 from raf.updates import AgentResponse as AgentResponse
 from raf.updates import AgentUpdate as AgentUpdate
 from raf.updates import ExecutorInvoked as ExecutorInvoked
@@ -229,6 +231,10 @@ _LAZY: dict[str, str] = {
 
 
 _lazy_getattr, __dir__ = lazy_exports(globals(), _LAZY)
+
+# Whether a run is traced is decided above the core (`raf.tracing`), which the core may not
+# import: the package, which runs before any module of it, wires the decision in here.
+_install_telemetry(_active_telemetry)
 
 
 def __getattr__(name: str) -> Any:

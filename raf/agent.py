@@ -37,7 +37,7 @@ from raf.run import AgentRun as AgentRun
 from raf.run import Emit, RunContext
 from raf.session import Session as Session
 from raf.session import checked_session
-from raf.tracing.settings import active as active_telemetry
+from raf.traced import telemetry_at_start as active_telemetry
 from raf.updates import (
     AgentPath,
     AgentResponse,
@@ -59,10 +59,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from raf.tools.definition import ToolDefinition
+    from raf._tool_data import ToolDefinition
 
     ClientTools = tuple[ToolDefinition, ...]
-else:  # checked by `RunOptions` itself, so `import raf` does not load `raf.tools`
+else:  # checked by `RunOptions` itself: its module loads only when a run is given some
     ClientTools = tuple[Any, ...]
 
 _ID = re.compile(r"^[^/#\s\x00][^/#\x00]*$")
@@ -126,7 +126,7 @@ class RunOptions(Options):
     @field_validator("client_tools", mode="after")
     @classmethod
     def _tool_definitions(cls, tools: tuple[Any, ...]) -> tuple[Any, ...]:
-        from raf.tools.definition import ToolDefinition  # only when a run is given some
+        from raf._tool_data import ToolDefinition  # only when a run is given some
 
         return tuple(ToolDefinition.model_validate(t) for t in tools)
 

@@ -27,10 +27,9 @@ from raf.updates import AgentPath, AgentResponse, AgentUpdate, ValueT
 if TYPE_CHECKING:
     from raf.agent import RunOptions
     from raf.budget import BudgetTracker
-    from raf.durable.seam import Durability
     from raf.session import Session
-    from raf.tools.journal import ToolJournal
-    from raf.tracing.telemetry import Telemetry
+    from raf.steps import CallJournal, DurableSteps
+    from raf.traced import RunTelemetry
 
 Emit = Callable[[AgentUpdate], Awaitable[None]]
 """Sends one update toward the consumer of the run."""
@@ -57,7 +56,7 @@ class OuterRun(Protocol):
         ...
 
     @property
-    def journal(self) -> ToolJournal | None:
+    def journal(self) -> CallJournal | None:
         """Where the run records its tool calls (when it checkpoints to a store with an event
         log), so a resume never repeats one silently (`raf.tools.journal`)."""
         ...
@@ -84,9 +83,9 @@ class Turn:
     """Other agents' messages as the run's models are shown them, built once for all seats."""
     prefixes: Prefixes = field(default_factory=lambda: Prefixes())
     """How the start of a conversation was shown to the run's models, reused by later seats."""
-    telemetry: Telemetry | None = None
+    telemetry: RunTelemetry | None = None
     """The run's spans and metrics, when it is traced (`raf.tracing`); decided once per run."""
-    durable: Durability | None = None
+    durable: DurableSteps | None = None
     """Where the run's model and tool calls go as recorded steps (`raf.durable`); None runs
     them locally."""
 

@@ -16,28 +16,20 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
+
+from raf.steps import DurableSteps
+from raf.steps import ModelCall as ModelCall
+from raf.steps import ToolCall as ToolCall
 
 if TYPE_CHECKING:
     from raf.engine.context import NodeWork
     from raf.engine.runner import Job, Runner
-    from raf.messages import ToolCallContent
-    from raf.providers.base import Completion
-    from raf.run import RunContext
-    from raf.tools.tool import ToolResult
-    from raf.updates import Usage
 
 __all__ = ["Durability", "ModelCall", "ToolCall"]
 
-ModelCall = Callable[["RunContext"], Awaitable["tuple[Completion, Usage]"]]
-"""One streamed model call, given the context whose `emit` gets its live tokens."""
 
-ToolCall = Callable[["ToolCallContent", "RunContext"], Awaitable["ToolResult"]]
-"""Runs one tool call (a ReAct loop's dispatch)."""
-
-
-class Durability(Protocol):
+class Durability(DurableSteps, Protocol):
     """Runs a run's steps durably: each step once, its result recorded under a stable id.
 
     Steps of one run are started in a deterministic order (a durable run runs the concurrent
@@ -45,22 +37,12 @@ class Durability(Protocol):
     voters say, one at a time in the order made; the nodes of a superstep start in node order
     and their results are taken in node order), so the n-th step of a workflow is the same
     step when a recovered run replays.
+
+    The core carries it as `raf.steps.DurableSteps`, which cannot name the engine's types;
+    this is the same contract with them.
     """
 
     async def node_steps(self, runner: Runner, jobs: list[Job]) -> list[NodeWork]:
         """Run the nodes of one superstep of `runner`, each as a node step (concurrently, on
         any worker, when there are several); their works in the order of `jobs`."""
-        ...
-
-    async def model_call(self, ctx: RunContext, call: ModelCall) -> tuple[Completion, Usage]:
-        """Run the model call `call` as a step of the agent at `ctx.place`, or give the
-        recorded result of a replayed one (its tokens are not streamed again)."""
-        ...
-
-    async def tool_call(
-        self, ctx: RunContext, call: ToolCallContent, run: ToolCall, *, idempotent: bool
-    ) -> ToolResult:
-        """Run tool call `call` as a step recorded before and after it runs; a call that
-        started before a crash and has no recorded end is *in doubt*: run again when
-        `idempotent`, else decided by a human (re-run, skip with a result, or fail)."""
         ...

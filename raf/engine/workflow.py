@@ -28,7 +28,7 @@ from raf.engine.state import RunState, RunStatus
 from raf.engine.stream import WorkflowStream
 from raf.run import Turn
 from raf.session import Session, checked_session
-from raf.tracing.settings import active as active_telemetry
+from raf.traced import telemetry_at_start as active_telemetry
 from raf.updates import RequestInfoUpdate
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from raf._defaults import new_list
+from raf._tool_data import ToolDefinition
 from raf.messages import ChatMessage, ToolCallContent
-from raf.tools.definition import ToolDefinition
 
 
 @dataclass(slots=True)

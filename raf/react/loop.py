@@ -78,7 +78,7 @@ from raf.updates import (
 )
 
 if TYPE_CHECKING:
-    from raf.tools.journal import ToolJournal
+    from raf.steps import CallJournal as ToolJournal
 
 Dispatch = Callable[[ToolCallContent, RunContext], Awaitable[ToolResult]]
 """Runs one call of a known tool; turns every failure into an error `ToolResult`."""

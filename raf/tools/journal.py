@@ -35,8 +35,8 @@ from raf.tools.in_doubt import InDoubt, decision_of, in_doubt_id, in_doubt_reque
 from raf.tools.tool import ToolResult
 
 if TYPE_CHECKING:
-    from raf.durable.seam import ToolCall
     from raf.run import RunContext
+    from raf.steps import ToolCall
     from raf.stores.base import EventLog
     from raf.updates import RequestInfoUpdate
 

@@ -28,13 +28,13 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, cast, overload
 
 import anyio.to_thread
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
+from raf._tool_data import ToolResult as ToolResult
 from raf.errors import ToolError
 from raf.run import RunContext
 from raf.tools.arguments import ArgumentsSpec, arguments_spec, describe_validation_error
@@ -47,16 +47,6 @@ _logger = logging.getLogger("raf")
 
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
 """Tool output longer than this is cut, with a note saying so."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """What a tool call gives back to the model."""
-
-    text: str
-    """The result text."""
-    is_error: bool = False
-    """True when the call failed or was invalid."""
 
 
 class Tool:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Generator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -42,6 +42,8 @@ from opentelemetry.trace import (
 
 from raf._streaming import unwrap_group
 from raf.providers.base import Completion
+from raf.traced import Answer, R, Status_
+from raf.traced import Stepping as Stepping
 from raf.tracing.content import messages_json, output_json
 from raf.tracing.settings import RUNNING
 from raf.tracing.tool_spans import TOOL_SPAN, ToolSpan
@@ -51,11 +53,11 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer, TracerProvider
     from opentelemetry.util.types import AttributeValue
 
+    from raf._tool_data import ToolResult
     from raf.agent import IAgent
     from raf.messages import ChatMessage, ToolCallContent
-    from raf.providers.base import LlmProvider
     from raf.session import Session
-    from raf.tools.tool import ToolResult
+    from raf.traced import ModelNamed
     from raf.updates import AgentPath, AgentResponse, Usage
 
 __all__ = ["Instruments", "Stepping", "Telemetry"]
@@ -106,12 +108,6 @@ DURATION_BUCKETS = (
 
 Attributes = dict[str, "AttributeValue"]
 
-R = TypeVar("R")
-Answer = TypeVar("Answer")
-"""What a model call gives: the `Completion`, or the text a pattern's own call reads."""
-Status_ = TypeVar("Status_", bound=str)
-"""How a workflow run ended (`completed`, `failed` or `waiting`)."""
-
 
 class Instruments:
     """The tracer and the two histograms of a pair of providers (made once, shared by runs)."""
@@ -146,22 +142,9 @@ class Instruments:
             )
 
 
-class Stepping(Protocol):
-    """A workflow run as a superstep's span sees it (the engine's `Runner`)."""
-
-    @property
-    def scope(self) -> tuple[str, ...]:
-        """The workflow's agent path in the run."""
-        ...
-
-    @property
-    def failure(self) -> tuple[str, BaseException] | None:
-        """The node that failed and its error, once one did."""
-        ...
-
-
 class Telemetry:
-    """The spans and metrics of one traced run (see the module docstring).
+    """The spans and metrics of one traced run (see the module docstring): the core's
+    `raf.traced.RunTelemetry` on OpenTelemetry.
 
     Made by `raf.tracing.active()` when a run starts; `capture` says whether message content
     is recorded.
@@ -303,7 +286,7 @@ class Telemetry:
 
     async def chat(
         self,
-        provider: LlmProvider,
+        provider: ModelNamed,
         path: AgentPath | None,
         session: Session | None,
         messages: Sequence[ChatMessage],
@@ -350,7 +333,7 @@ class Telemetry:
         self._measure(measured, started, usage)
         return answer, usage
 
-    def _provider(self, provider: LlmProvider) -> Attributes:
+    def _provider(self, provider: ModelNamed) -> Attributes:
         """The provider's attributes, read once per run."""
         found: Attributes | None = self._providers.get(provider)
         if found is None:
