@@ -79,30 +79,6 @@ class ThreadStore(CheckpointStore, EventLog, Protocol):
     """A store that checkpoints runs and keeps an event log (every store of `raf.stores`)."""
 
 
-class _State(BaseModel):
-    """What one save of a thread kept as its checkpoint's data, before threads were sessions."""
-
-    model_config = ConfigDict(frozen=True)
-
-    type: Literal["raf.serve.thread"] = "raf.serve.thread"
-    version: Literal[2] = 2
-    """Format version."""
-    state: dict[str, Any]
-    """`Session.snapshot()` of the thread's session."""
-    seen: list[str] = Field(default_factory=new_list)
-    """AG-UI message ids the thread has taken in or produced."""
-    runs: int = 0
-    """Runs started on the thread."""
-    asked: dict[str, str] = Field(default_factory=new_dict)
-    """The open requests: raf request id to the id the client knows it by."""
-    said: list[str] = Field(default_factory=new_list)
-    """Messages (JSON) the client was sent in the earlier runs of a turn still waiting."""
-    context: list[str] = Field(default_factory=new_list)
-    """The client context the thread took in last (AG-UI `context`, one JSON entry each)."""
-    shared: Any = None
-    """The shared state the thread took in last (AG-UI `state`), None before any."""
-
-
 class _Facts(BaseModel):
     """What the AG-UI front keeps of a thread in its session (under `THREAD_KEY`)."""
 
@@ -120,6 +96,19 @@ class _Facts(BaseModel):
     """The client context the thread took in last (AG-UI `context`, one JSON entry each)."""
     shared: Any = None
     """The shared state the thread took in last (AG-UI `state`), None before any."""
+
+
+class _State(_Facts):
+    """What one save of a thread kept as its checkpoint's data, before threads were sessions:
+    the thread's facts beside its session's state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["raf.serve.thread"] = "raf.serve.thread"
+    version: Literal[2] = 2
+    """Format version."""
+    state: dict[str, Any]
+    """`Session.snapshot()` of the thread's session."""
 
 
 class _Saved(BaseModel):
@@ -324,15 +313,7 @@ def _saved(data: Mapping[str, Any]) -> tuple[dict[str, Any], _Facts]:
         old = _State.model_validate(data)
     except ValidationError as exc:
         raise ValueError(f"not a thread's saved state: {exc.errors()[0]['msg']}") from None
-    facts = _Facts(
-        seen=old.seen,
-        runs=old.runs,
-        asked=old.asked,
-        said=old.said,
-        context=old.context,
-        shared=old.shared,
-    )
-    return dict(old.state), facts
+    return dict(old.state), old
 
 
 def check_thread_id(thread_id: str) -> str:

@@ -13,20 +13,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.forkserver import command
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:{tmp_path / 'runs.db'}"
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    schema: str = request.getfixturevalue("postgres_schema")
-    return f"postgres:{dsn}#{schema}"
 
 
 def turn(server: str, spec: str, prompt: str, log: Path) -> list[dict[str, Any]]:

@@ -30,15 +30,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SESSION = "shared-1"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:{tmp_path / 'runs.db'}"
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    schema: str = request.getfixturevalue("postgres_schema")
-    return f"postgres:{dsn}#{schema}"
-
-
 def worker(server: str, spec: str, name: str, mode: str, log: Path, backend: str) -> list[str]:
     """The command of a worker forked from `server`."""
     module = command(server, "tests.reliability.session_worker")

@@ -15,10 +15,9 @@ from tests.stores.test_lost_locks import dsn_of, lose_locks
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_run_whose_lock_is_lost_stops_before_it_writes(
-    durable_backing: Backing, request: pytest.FixtureRequest
-) -> None:
-    dsn = dsn_of(durable_backing, request)
+def holding_echo() -> tuple[FunctionAgent, anyio.Event]:
+    """An agent that echoes the conversation, but holds its turn for ever on "hold" (once
+    `started` is set), as a slow model would."""
     started, never = anyio.Event(), anyio.Event()
 
     async def slow(messages: list[ChatMessage]) -> AsyncIterator[str]:
@@ -27,7 +26,14 @@ async def test_a_run_whose_lock_is_lost_stops_before_it_writes(
             await never.wait()
         yield " ".join(m.text for m in messages)
 
-    agent = FunctionAgent("echo", slow)
+    return FunctionAgent("echo", slow), started
+
+
+async def test_a_run_whose_lock_is_lost_stops_before_it_writes(
+    durable_backing: Backing, request: pytest.FixtureRequest
+) -> None:
+    dsn = dsn_of(durable_backing, request)
+    agent, started = holding_echo()
     async with durable_backing.open() as first, durable_backing.open() as second:
         await agent.run("one", Session("s", first))
         saved = (await Session.open("s", first)).saved
@@ -67,15 +73,7 @@ async def test_two_http_workers_never_both_finish_one_threads_turn(
     from tests.serve.trees import run_input, user
 
     dsn = dsn_of(durable_backing, request)
-    started, never = anyio.Event(), anyio.Event()
-
-    async def slow(messages: list[ChatMessage]) -> AsyncIterator[str]:
-        if messages[-1].text == "hold":
-            started.set()
-            await never.wait()
-        yield " ".join(m.text for m in messages)
-
-    agent = FunctionAgent("echo", slow)
+    agent, started = holding_echo()
     async with durable_backing.open() as first, durable_backing.open() as second:
         workers = [create_app(agent, first), create_app(agent, second)]
         clients = [
